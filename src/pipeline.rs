@@ -1,0 +1,4 @@
+//! The pass pipeline.
+
+/// A sequence of passes.
+pub struct Pipeline;
