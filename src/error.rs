@@ -49,6 +49,9 @@ pub enum Error {
 impl Error {
     /// True when the error means the input could not be read at all (exit code 2 in the CLI).
     pub fn is_input_error(&self) -> bool {
-        matches!(self, Error::Io { .. } | Error::Format { .. } | Error::Node { .. })
+        matches!(
+            self,
+            Error::Io { .. } | Error::Format { .. } | Error::Node { .. }
+        )
     }
 }

@@ -1,4 +1,157 @@
-//! Model formats: ONNX and OpenVINO IR.
+//! Model formats: ONNX (`.onnx`) and OpenVINO IR (`.xml` + `.bin`), behind one [`Model`] type.
+
+pub mod onnx;
+pub mod openvino;
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::ir::Graph;
+
+/// The on-disk format of a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Onnx,
+    OpenVino,
+}
+
+impl std::fmt::Display for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Format::Onnx => "ONNX",
+            Format::OpenVino => "OpenVINO IR",
+        })
+    }
+}
 
 /// A loaded model of either format.
-pub struct Model;
+#[derive(Debug, Clone)]
+pub enum Model {
+    Onnx(onnx::OnnxModel),
+    OpenVino(openvino::OvModel),
+}
+
+impl Model {
+    /// Loads a model, choosing the format by extension and, failing that, by content.
+    ///
+    /// ```no_run
+    /// let model = slice_opt::Model::load("model.onnx".as_ref())?;
+    /// println!("{} nodes", model.graph().g.node_count());
+    /// # Ok::<(), slice_opt::Error>(())
+    /// ```
+    pub fn load(path: &Path) -> Result<Model> {
+        match detect_format(path)? {
+            Format::Onnx => Ok(Model::Onnx(onnx::OnnxModel::load(path)?)),
+            Format::OpenVino => Ok(Model::OpenVino(openvino::OvModel::load(path)?)),
+        }
+    }
+
+    /// Saves the model to `path` (for IR, `path` is the `.xml`; the `.bin` goes beside it).
+    /// Writing is atomic: on failure nothing at `path` changes.
+    pub fn save(&self, path: &Path) -> Result<()> {
+        match self {
+            Model::Onnx(m) => m.save(path),
+            Model::OpenVino(m) => m.save(path),
+        }
+    }
+
+    /// The format the model was read from.
+    pub fn format(&self) -> Format {
+        match self {
+            Model::Onnx(_) => Format::Onnx,
+            Model::OpenVino(_) => Format::OpenVino,
+        }
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &Graph {
+        match self {
+            Model::Onnx(m) => &m.graph,
+            Model::OpenVino(m) => &m.graph,
+        }
+    }
+
+    /// The graph, mutably (passes).
+    pub fn graph_mut(&mut self) -> &mut Graph {
+        match self {
+            Model::Onnx(m) => &mut m.graph,
+            Model::OpenVino(m) => &mut m.graph,
+        }
+    }
+
+    /// Where the model was loaded from.
+    pub fn path(&self) -> &Path {
+        match self {
+            Model::Onnx(m) => &m.path,
+            Model::OpenVino(m) => &m.path,
+        }
+    }
+}
+
+/// Decides the format of `path`: `.onnx` / `.xml` by extension, otherwise by the first bytes
+/// (`<` for XML; anything else is tried as ONNX protobuf).
+pub fn detect_format(path: &Path) -> Result<Format> {
+    match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase())
+        .as_deref()
+    {
+        Some("onnx") => return Ok(Format::Onnx),
+        Some("xml") => return Ok(Format::OpenVino),
+        _ => {}
+    }
+    let mut head = [0u8; 64];
+    let n = {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        f.read(&mut head).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?
+    };
+    let text = head[..n]
+        .iter()
+        .skip_while(|b| b.is_ascii_whitespace() || **b == 0xEF || **b == 0xBB || **b == 0xBF);
+    match text.clone().next() {
+        Some(b'<') => Ok(Format::OpenVino),
+        Some(_) => Ok(Format::Onnx),
+        None => Err(Error::Format {
+            path: path.to_path_buf(),
+            message: "empty file: neither an ONNX model nor OpenVINO IR".into(),
+        }),
+    }
+}
+
+/// Writes `parts` to a temporary file beside `path`, then renames it over `path`: a failure
+/// leaves `path` as it was. Writing to the file being read (which may be memory-mapped) is safe,
+/// since the old file's data stays alive until unmapped.
+pub fn write_atomic(path: &Path, parts: &[&[u8]]) -> Result<()> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".slice-opt-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        for p in parts {
+            w.write_all(p).map_err(io)?;
+        }
+        w.flush().map_err(io)?;
+    }
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}

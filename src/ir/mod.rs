@@ -1,1 +1,442 @@
-//! The graph IR.
+//! The graph IR both formats load into.
+//!
+//! A [`Graph`] is a `petgraph` [`StableDiGraph`] of [`Node`]s; an edge ([`Wire`]) goes from an
+//! output port of its source to an input port of its target. Every node remembers where it came
+//! from ([`Origin`]) so that a node no pass touched re-serializes exactly as it was read.
+
+mod tensor;
+
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
+use petgraph::visit::EdgeRef;
+use petgraph::Direction;
+
+pub use tensor::{DType, Tensor, TensorData};
+
+/// A dim as a model file declares it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DeclaredDim {
+    /// A known size.
+    Known(u64),
+    /// A named symbolic size (ONNX `dim_param`).
+    Param(String),
+    /// An OpenVINO interval `lo..hi` (`hi` `None` = unbounded).
+    Interval(u64, Option<u64>),
+    /// Nothing known (ONNX dim with neither field, OpenVINO `-1`).
+    Unknown,
+}
+
+impl std::fmt::Display for DeclaredDim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeclaredDim::Known(v) => write!(f, "{v}"),
+            DeclaredDim::Param(p) => write!(f, "{p}"),
+            DeclaredDim::Interval(lo, Some(hi)) => write!(f, "{lo}..{hi}"),
+            DeclaredDim::Interval(lo, None) => write!(f, "{lo}.."),
+            DeclaredDim::Unknown => write!(f, "?"),
+        }
+    }
+}
+
+/// Type of a value: element type and shape, each possibly unknown.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ValueType {
+    pub dtype: Option<DType>,
+    /// `None` = rank unknown.
+    pub shape: Option<Vec<DeclaredDim>>,
+}
+
+/// One output port of a node.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Value {
+    /// The value's name (ONNX value name; OpenVINO tensor names of the port, comma separated).
+    pub name: String,
+    /// What the file declares (or a pass inferred).
+    pub ty: ValueType,
+    /// Set by a pass that changed `ty`, so the writer updates the declaration.
+    pub ty_changed: bool,
+}
+
+/// An attribute value, format-neutral.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Attr {
+    Int(i64),
+    Ints(Vec<i64>),
+    Float(f32),
+    Floats(Vec<f32>),
+    /// A string; OpenVINO keeps all its attributes as strings.
+    String(String),
+    Strings(Vec<String>),
+    Tensor(Tensor),
+    /// Something passes never read (graphs, type protos...): kept only in the origin record.
+    Opaque,
+}
+
+/// What kind of node this is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// A graph input (ONNX); OpenVINO `Parameter` layers are [`NodeKind::Op`].
+    Input,
+    /// A graph output sink (ONNX); OpenVINO `Result` layers are [`NodeKind::Op`].
+    Output,
+    /// A constant (ONNX initializer or `Constant` node; OpenVINO `Const`).
+    Const(Tensor),
+    /// Any other operation.
+    Op,
+}
+
+/// Where a node came from in its file, so an untouched node is written back as it was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// Created by a pass.
+    New,
+    /// ONNX `graph.node[i]`.
+    OnnxNode(usize),
+    /// ONNX `graph.initializer[i]`.
+    OnnxInitializer(usize),
+    /// ONNX `graph.sparse_initializer[i]`.
+    OnnxSparseInitializer(usize),
+    /// ONNX `graph.input[i]`.
+    OnnxInput(usize),
+    /// ONNX `graph.output[i]`.
+    OnnxOutput(usize),
+    /// OpenVINO `<layer>` number `i` in document order.
+    OvLayer(usize),
+}
+
+/// A node of the graph.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub name: String,
+    pub kind: NodeKind,
+    /// Operation type (`Slice`, `StridedSlice`...); empty for inputs, outputs and initializers.
+    pub op_type: String,
+    /// ONNX domain, or OpenVINO opset (`opset1`).
+    pub domain: String,
+    /// Number of input ports (ONNX omitted optional inputs are ports without an edge).
+    pub num_inputs: usize,
+    pub outputs: Vec<Value>,
+    pub attrs: Vec<(String, Attr)>,
+    pub origin: Origin,
+    /// Sort key for output: original position, then creation order within it.
+    pub order: (u64, u64),
+    /// Set when a pass changed the node, so its record must be rebuilt on save.
+    pub dirty: bool,
+}
+
+impl Node {
+    /// A new operation node.
+    pub fn op(
+        name: impl Into<String>,
+        op_type: impl Into<String>,
+        domain: impl Into<String>,
+    ) -> Node {
+        Node {
+            name: name.into(),
+            kind: NodeKind::Op,
+            op_type: op_type.into(),
+            domain: domain.into(),
+            num_inputs: 0,
+            outputs: Vec::new(),
+            attrs: Vec::new(),
+            origin: Origin::New,
+            order: (u64::MAX, 0),
+            dirty: true,
+        }
+    }
+
+    /// The attribute named `name`.
+    pub fn attr(&self, name: &str) -> Option<&Attr> {
+        self.attrs.iter().find(|(n, _)| n == name).map(|(_, a)| a)
+    }
+
+    /// An integer attribute (also parses OpenVINO's string attributes).
+    pub fn attr_int(&self, name: &str) -> Option<i64> {
+        match self.attr(name)? {
+            Attr::Int(v) => Some(*v),
+            Attr::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+    }
+
+    /// An integer-list attribute (also parses OpenVINO's comma-separated strings; an empty
+    /// string is an empty list). `Err` carries the text that did not parse.
+    pub fn attr_ints(&self, name: &str) -> Option<Result<Vec<i64>, String>> {
+        match self.attr(name)? {
+            Attr::Ints(v) => Some(Ok(v.clone())),
+            Attr::Int(v) => Some(Ok(vec![*v])),
+            Attr::String(s) => {
+                let s = s.trim();
+                if s.is_empty() {
+                    return Some(Ok(Vec::new()));
+                }
+                Some(
+                    s.split(',')
+                        .map(|p| p.trim().parse::<i64>().map_err(|_| s.to_string()))
+                        .collect(),
+                )
+            }
+            _ => Some(Err(format!("{:?}", self.attr(name)))),
+        }
+    }
+
+    /// A string attribute.
+    pub fn attr_str(&self, name: &str) -> Option<&str> {
+        match self.attr(name)? {
+            Attr::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Sets (or replaces) an attribute and marks the node dirty.
+    pub fn set_attr(&mut self, name: &str, value: Attr) {
+        self.dirty = true;
+        if let Some(slot) = self.attrs.iter_mut().find(|(n, _)| n == name) {
+            slot.1 = value;
+        } else {
+            self.attrs.push((name.to_string(), value));
+        }
+    }
+
+    /// The constant tensor this node holds, if it is a constant.
+    pub fn constant(&self) -> Option<&Tensor> {
+        match &self.kind {
+            NodeKind::Const(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Short description for messages: `name (op)`.
+    pub fn describe(&self) -> String {
+        let op = match &self.kind {
+            NodeKind::Input => "input",
+            NodeKind::Output => "output",
+            NodeKind::Const(_) => "constant",
+            NodeKind::Op => self.op_type.as_str(),
+        };
+        format!("'{}' ({op})", self.name)
+    }
+}
+
+/// An edge: `src_port` of the source feeds `dst_port` of the target. `dst_port` is
+/// [`Wire::CAPTURED`] for a value a subgraph of the target reads from the outer scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wire {
+    pub src_port: usize,
+    pub dst_port: usize,
+}
+
+impl Wire {
+    /// Destination port of an outer-scope capture by a subgraph.
+    pub const CAPTURED: usize = usize::MAX;
+}
+
+/// A producer of a value: node and output port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct OutletId {
+    pub node: NodeIndex,
+    pub port: usize,
+}
+
+/// The graph.
+#[derive(Debug, Clone, Default)]
+pub struct Graph {
+    pub g: StableDiGraph<Node, Wire>,
+    next_order: u64,
+    names: std::collections::HashSet<String>,
+}
+
+/// A cycle in the graph: the name of one node on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cycle(pub String);
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Graph {
+        Graph::default()
+    }
+
+    /// Records `name` as used by a value or node, so [`Graph::unique_name`] avoids it.
+    pub fn reserve_name(&mut self, name: &str) {
+        if !self.names.contains(name) {
+            self.names.insert(name.to_string());
+        }
+    }
+
+    /// A name starting with `base` that no value or node uses yet (and reserves it).
+    pub fn unique_name(&mut self, base: &str) -> String {
+        let mut candidate = base.to_string();
+        let mut k = 1u64;
+        while self.names.contains(&candidate) {
+            candidate = format!("{base}_{k}");
+            k += 1;
+        }
+        self.names.insert(candidate.clone());
+        candidate
+    }
+
+    /// Adds a node; nodes added without an explicit order key sort after everything loaded,
+    /// in creation order.
+    pub fn add_node(&mut self, mut node: Node) -> NodeIndex {
+        if node.order.0 == u64::MAX {
+            self.next_order += 1;
+            node.order.1 = self.next_order;
+        }
+        self.g.add_node(node)
+    }
+
+    /// Connects `from` to input `port` of `to`.
+    pub fn connect(&mut self, from: OutletId, to: NodeIndex, port: usize) -> EdgeIndex {
+        self.g.add_edge(
+            from.node,
+            to,
+            Wire {
+                src_port: from.port,
+                dst_port: port,
+            },
+        )
+    }
+
+    /// The node at `ix` (panics on a stale index, which is a programming error).
+    pub fn node(&self, ix: NodeIndex) -> &Node {
+        &self.g[ix]
+    }
+
+    /// Mutable node.
+    pub fn node_mut(&mut self, ix: NodeIndex) -> &mut Node {
+        &mut self.g[ix]
+    }
+
+    /// What feeds input `port` of `node`, if anything.
+    pub fn input(&self, node: NodeIndex, port: usize) -> Option<OutletId> {
+        self.g
+            .edges_directed(node, Direction::Incoming)
+            .find(|e| e.weight().dst_port == port)
+            .map(|e| OutletId {
+                node: e.source(),
+                port: e.weight().src_port,
+            })
+    }
+
+    /// The inputs of `node` by port (`None` for an omitted optional input).
+    pub fn inputs(&self, node: NodeIndex) -> Vec<Option<OutletId>> {
+        let n = self.g[node].num_inputs;
+        let mut out = vec![None; n];
+        for e in self.g.edges_directed(node, Direction::Incoming) {
+            let p = e.weight().dst_port;
+            if p < n {
+                out[p] = Some(OutletId {
+                    node: e.source(),
+                    port: e.weight().src_port,
+                });
+            }
+        }
+        out
+    }
+
+    /// The value produced at `outlet`.
+    pub fn value(&self, outlet: OutletId) -> Option<&Value> {
+        self.g.node_weight(outlet.node)?.outputs.get(outlet.port)
+    }
+
+    /// The constant at `outlet`, if its producer is a constant.
+    pub fn constant_at(&self, outlet: OutletId) -> Option<&Tensor> {
+        self.g.node_weight(outlet.node)?.constant()
+    }
+
+    /// Consumers of `outlet`: (node, input port).
+    pub fn consumers(&self, outlet: OutletId) -> Vec<(NodeIndex, usize)> {
+        self.g
+            .edges_directed(outlet.node, Direction::Outgoing)
+            .filter(|e| e.weight().src_port == outlet.port)
+            .map(|e| (e.target(), e.weight().dst_port))
+            .collect()
+    }
+
+    /// Moves every consumer of `from` to read `to` instead.
+    pub fn redirect(&mut self, from: OutletId, to: OutletId) {
+        let edges: Vec<(EdgeIndex, NodeIndex, Wire)> = self
+            .g
+            .edges_directed(from.node, Direction::Outgoing)
+            .filter(|e| e.weight().src_port == from.port)
+            .map(|e| (e.id(), e.target(), *e.weight()))
+            .collect();
+        for (id, target, w) in edges {
+            self.g.remove_edge(id);
+            self.g.add_edge(
+                to.node,
+                target,
+                Wire {
+                    src_port: to.port,
+                    dst_port: w.dst_port,
+                },
+            );
+            self.g[target].dirty = true;
+        }
+    }
+
+    /// Nodes in a stable topological order: ties broken by the original order key. A cycle is
+    /// an error naming one node on it.
+    pub fn topo_order(&self) -> Result<Vec<NodeIndex>, Cycle> {
+        let mut indegree: HashMap<NodeIndex, usize> = HashMap::with_capacity(self.g.node_count());
+        for ix in self.g.node_indices() {
+            indegree.insert(ix, self.g.edges_directed(ix, Direction::Incoming).count());
+        }
+        let mut heap = BinaryHeap::new();
+        for (&ix, &d) in &indegree {
+            if d == 0 {
+                heap.push(std::cmp::Reverse((self.g[ix].order, ix.index())));
+            }
+        }
+        let mut out = Vec::with_capacity(self.g.node_count());
+        while let Some(std::cmp::Reverse((_, i))) = heap.pop() {
+            let ix = NodeIndex::new(i);
+            out.push(ix);
+            for e in self.g.edges_directed(ix, Direction::Outgoing) {
+                let t = e.target();
+                if let Some(d) = indegree.get_mut(&t) {
+                    *d -= 1;
+                    if *d == 0 {
+                        heap.push(std::cmp::Reverse((self.g[t].order, t.index())));
+                    }
+                }
+            }
+        }
+        if out.len() != self.g.node_count() {
+            // Some node is on (or behind) a cycle: name the first one, in original order, that
+            // lies on a cycle.
+            let remaining: BTreeMap<(u64, u64), NodeIndex> = indegree
+                .iter()
+                .filter(|(_, &d)| d > 0)
+                .map(|(&ix, _)| (self.g[ix].order, ix))
+                .collect();
+            let on_cycle = petgraph::algo::kosaraju_scc(&self.g)
+                .into_iter()
+                .filter(|c| c.len() > 1 || self.g.contains_edge(c[0], c[0]))
+                .flatten()
+                .min_by_key(|ix| self.g[*ix].order);
+            let ix = on_cycle
+                .or_else(|| remaining.values().next().copied())
+                .unwrap_or_else(|| NodeIndex::new(0));
+            return Err(Cycle(
+                self.g
+                    .node_weight(ix)
+                    .map(|n| n.name.clone())
+                    .unwrap_or_default(),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Count of operation nodes by `op_type`.
+    pub fn op_counts(&self) -> BTreeMap<String, usize> {
+        let mut m = BTreeMap::new();
+        for n in self.g.node_weights() {
+            if n.kind == NodeKind::Op {
+                *m.entry(n.op_type.clone()).or_insert(0) += 1;
+            }
+        }
+        m
+    }
+}

@@ -1,0 +1,806 @@
+//! ONNX models: decoding from a memory map without copying tensor data, the graph IR built from
+//! it, and lossless saving.
+//!
+//! The [`OnnxModel`] keeps the decoded [`proto::ModelProto`] as the record of everything the IR
+//! does not model (metadata, functions, subgraphs, doc strings...). Saving an unchanged graph
+//! writes that record back as it was; saving a changed graph rebuilds only `graph.node`,
+//! `graph.initializer` and `graph.value_info`, reusing the original record of every node no pass
+//! touched.
+
+mod tensor;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use petgraph::stable_graph::NodeIndex;
+use prost::Message;
+
+use crate::error::{Error, Result};
+use crate::ir::{
+    Attr, DeclaredDim, Graph, Node, NodeKind, Origin, OutletId, Tensor, ValueType, Wire,
+};
+
+pub use tensor::{tensor_from_proto, tensor_to_proto, ExternalFiles};
+
+/// The protobuf types generated from `proto/onnx.proto`.
+#[allow(clippy::all, missing_docs)]
+pub mod proto {
+    include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
+}
+
+use proto::{attribute_proto::AttributeType, GraphProto, ModelProto, NodeProto, ValueInfoProto};
+
+/// A loaded ONNX model.
+#[derive(Debug, Clone)]
+pub struct OnnxModel {
+    /// Where it was loaded from.
+    pub path: PathBuf,
+    /// The decoded file: the record everything not in the IR is written back from.
+    pub proto: ModelProto,
+    /// The main graph as IR.
+    pub graph: Graph,
+    /// Node count right after loading (to detect an untouched graph).
+    loaded_nodes: usize,
+}
+
+fn fmt_err(path: &Path, message: impl Into<String>) -> Error {
+    Error::Format {
+        path: path.to_path_buf(),
+        message: message.into(),
+    }
+}
+
+fn node_err(path: &Path, node: &NodeProto, index: usize, message: impl Into<String>) -> Error {
+    Error::Node {
+        path: path.to_path_buf(),
+        node: onnx_node_display_name(node, index),
+        op: node.op_type().to_string(),
+        message: message.into(),
+    }
+}
+
+/// The name we use for a node in messages: its name, else its first output, else its index.
+pub fn onnx_node_display_name(node: &NodeProto, index: usize) -> String {
+    if !node.name().is_empty() {
+        node.name().to_string()
+    } else if let Some(o) = node.output.first().filter(|o| !o.is_empty()) {
+        format!("#{index} (output '{o}')")
+    } else {
+        format!("#{index}")
+    }
+}
+
+/// The opset version the model imports for `domain` (`""` and `"ai.onnx"` are the same).
+pub fn opset_version(proto: &ModelProto, domain: &str) -> Option<i64> {
+    let norm = |d: &str| {
+        if d == "ai.onnx" {
+            String::new()
+        } else {
+            d.to_string()
+        }
+    };
+    let want = norm(domain);
+    proto
+        .opset_import
+        .iter()
+        .find(|o| norm(o.domain()) == want)
+        .map(|o| o.version())
+}
+
+impl OnnxModel {
+    /// Loads `path`, memory-mapping it so tensor bytes stay in the map.
+    pub fn load(path: &Path) -> Result<OnnxModel> {
+        let bytes = map_file(path)?;
+        Self::from_bytes(path, bytes)
+    }
+
+    /// Decodes a model already in memory; `path` is used for messages and external data.
+    pub fn from_bytes(path: &Path, bytes: Bytes) -> Result<OnnxModel> {
+        let proto = ModelProto::decode(bytes)
+            .map_err(|e| fmt_err(path, format!("not a valid ONNX model: {e}")))?;
+        let Some(g) = proto.graph.as_ref() else {
+            return Err(fmt_err(path, "ONNX model has no graph"));
+        };
+        let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
+        let graph = build_graph(path, g, &mut ext)?;
+        let loaded_nodes = graph.g.node_count();
+        Ok(OnnxModel {
+            path: path.to_path_buf(),
+            proto,
+            graph,
+            loaded_nodes,
+        })
+    }
+
+    /// The default-domain opset version.
+    pub fn opset(&self) -> i64 {
+        opset_version(&self.proto, "").unwrap_or(1)
+    }
+
+    /// True when no pass changed the graph.
+    pub fn is_untouched(&self) -> bool {
+        self.graph.g.node_count() == self.loaded_nodes
+            && self.graph.g.node_weights().all(|n| {
+                !n.dirty && n.origin != Origin::New && n.outputs.iter().all(|v| !v.ty_changed)
+            })
+    }
+
+    /// The model as it would be written: the original record with the graph rebuilt from the IR.
+    pub fn to_proto(&self) -> Result<ModelProto> {
+        if self.is_untouched() {
+            return Ok(self.proto.clone());
+        }
+        let mut out = self.proto.clone();
+        let orig = self
+            .proto
+            .graph
+            .as_ref()
+            .ok_or_else(|| fmt_err(&self.path, "no graph"))?;
+        let g = out
+            .graph
+            .as_mut()
+            .ok_or_else(|| fmt_err(&self.path, "no graph"))?;
+        rebuild_graph(&self.path, &self.graph, orig, g)?;
+        Ok(out)
+    }
+
+    /// Saves to `path` atomically; external data files the model references are kept beside it
+    /// (copied when `path` is in another directory).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let proto = self.to_proto()?;
+        copy_external_files(&self.path, path, proto.graph.as_ref())?;
+        let bytes = proto.encode_to_vec();
+        crate::formats::write_atomic(path, &[&bytes])
+    }
+}
+
+/// Memory-maps a file as `Bytes` (an empty file becomes an empty buffer).
+pub fn map_file(path: &Path) -> Result<Bytes> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let len = file.metadata().map_err(io)?.len();
+    if len == 0 {
+        return Ok(Bytes::new());
+    }
+    // SAFETY: the map is read-only; a file truncated under us by another process is outside
+    // what any reader can defend against (documented in the README).
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    Ok(Bytes::from_owner(map))
+}
+
+fn value_type_of(vi: &ValueInfoProto) -> ValueType {
+    use proto::type_proto::Value as TV;
+    let mut ty = ValueType::default();
+    if let Some(TV::TensorType(t)) = vi.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        ty.dtype = t.elem_type.and_then(crate::ir::DType::from_onnx_code);
+        ty.shape = t.shape.as_ref().map(|s| {
+            s.dim
+                .iter()
+                .map(|d| match &d.value {
+                    Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) if *v >= 0 => {
+                        DeclaredDim::Known(*v as u64)
+                    }
+                    Some(proto::tensor_shape_proto::dimension::Value::DimParam(p))
+                        if !p.is_empty() =>
+                    {
+                        DeclaredDim::Param(p.clone())
+                    }
+                    _ => DeclaredDim::Unknown,
+                })
+                .collect()
+        });
+    }
+    ty
+}
+
+fn convert_attr(a: &proto::AttributeProto) -> Attr {
+    match a.r#type() {
+        AttributeType::Int => Attr::Int(a.i()),
+        AttributeType::Ints => Attr::Ints(a.ints.clone()),
+        AttributeType::Float => Attr::Float(a.f()),
+        AttributeType::Floats => Attr::Floats(a.floats.clone()),
+        AttributeType::String => Attr::String(String::from_utf8_lossy(a.s()).into_owned()),
+        AttributeType::Strings => Attr::Strings(
+            a.strings
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect(),
+        ),
+        _ => Attr::Opaque,
+    }
+}
+
+/// Names a subgraph reads from enclosing scopes (recursively through nested subgraphs).
+fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
+    let mut defined: HashSet<&str> = HashSet::new();
+    for i in &g.input {
+        defined.insert(i.name());
+    }
+    for t in &g.initializer {
+        defined.insert(t.name());
+    }
+    for t in &g.sparse_initializer {
+        if let Some(v) = &t.values {
+            defined.insert(v.name());
+        }
+    }
+    for n in &g.node {
+        for o in &n.output {
+            defined.insert(o);
+        }
+    }
+    let mut used: HashSet<String> = HashSet::new();
+    for n in &g.node {
+        for i in &n.input {
+            if !i.is_empty() {
+                used.insert(i.clone());
+            }
+        }
+        for a in &n.attribute {
+            let mut inner = HashSet::new();
+            for sg in a.g.iter().chain(a.graphs.iter()) {
+                free_names(sg, &mut inner);
+            }
+            used.extend(inner);
+        }
+    }
+    for o in &g.output {
+        used.insert(o.name().to_string());
+    }
+    for u in used {
+        if !defined.contains(u.as_str()) {
+            out.insert(u);
+        }
+    }
+}
+
+fn build_graph(path: &Path, g: &GraphProto, ext: &mut ExternalFiles) -> Result<Graph> {
+    let mut graph = Graph::new();
+    let mut producers: HashMap<String, OutletId> = HashMap::new();
+    let mut types: HashMap<&str, ValueType> = HashMap::new();
+    for vi in g
+        .value_info
+        .iter()
+        .chain(g.input.iter())
+        .chain(g.output.iter())
+    {
+        types.insert(vi.name(), value_type_of(vi));
+    }
+    let define = |graph: &mut Graph,
+                  producers: &mut HashMap<String, OutletId>,
+                  name: &str,
+                  outlet: OutletId| {
+        if !name.is_empty() {
+            graph.reserve_name(name);
+            producers.insert(name.to_string(), outlet);
+        }
+    };
+    let init_names: HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
+    // Initializers that are also graph inputs may be overridden at run time: they are inputs.
+    for (i, vi) in g.input.iter().enumerate() {
+        let mut node = Node::op(vi.name(), "", "");
+        node.kind = NodeKind::Input;
+        node.origin = Origin::OnnxInput(i);
+        node.order = (0, i as u64);
+        node.dirty = false;
+        node.outputs = vec![crate::ir::Value {
+            name: vi.name().to_string(),
+            ty: value_type_of(vi),
+            ty_changed: false,
+        }];
+        if producers.contains_key(vi.name()) {
+            return Err(fmt_err(
+                path,
+                format!("graph input '{}' is declared twice", vi.name()),
+            ));
+        }
+        let ix = graph.add_node(node);
+        define(
+            &mut graph,
+            &mut producers,
+            vi.name(),
+            OutletId { node: ix, port: 0 },
+        );
+    }
+    for (i, t) in g.initializer.iter().enumerate() {
+        if producers.contains_key(t.name()) {
+            // Shadowed by a graph input of the same name: kept in the record only.
+            continue;
+        }
+        let tensor = tensor_from_proto(t, ext)
+            .map_err(|m| fmt_err(path, format!("initializer '{}': {m}", t.name())))?;
+        let mut node = Node::op(t.name(), "", "");
+        node.origin = Origin::OnnxInitializer(i);
+        node.order = (1, i as u64);
+        node.dirty = false;
+        node.outputs = vec![crate::ir::Value {
+            name: t.name().to_string(),
+            ty: ValueType {
+                dtype: Some(tensor.dtype),
+                shape: Some(
+                    tensor
+                        .shape
+                        .iter()
+                        .map(|&d| DeclaredDim::Known(d))
+                        .collect(),
+                ),
+            },
+            ty_changed: false,
+        }];
+        node.kind = NodeKind::Const(tensor);
+        let ix = graph.add_node(node);
+        define(
+            &mut graph,
+            &mut producers,
+            t.name(),
+            OutletId { node: ix, port: 0 },
+        );
+    }
+    for (i, t) in g.sparse_initializer.iter().enumerate() {
+        let name = t.values.as_ref().map(|v| v.name()).unwrap_or_default();
+        let mut node = Node::op(name, "SparseInitializer", "");
+        node.origin = Origin::OnnxSparseInitializer(i);
+        node.order = (1, (g.initializer.len() + i) as u64);
+        node.dirty = false;
+        node.outputs = vec![crate::ir::Value {
+            name: name.to_string(),
+            ty: ValueType::default(),
+            ty_changed: false,
+        }];
+        let ix = graph.add_node(node);
+        define(
+            &mut graph,
+            &mut producers,
+            name,
+            OutletId { node: ix, port: 0 },
+        );
+    }
+    let _ = init_names;
+    // Nodes: create all first (they need not be in topological order), then wire.
+    let mut node_ix = Vec::with_capacity(g.node.len());
+    for (i, n) in g.node.iter().enumerate() {
+        let mut node = Node::op(n.name(), n.op_type(), n.domain());
+        node.origin = Origin::OnnxNode(i);
+        node.order = (2, i as u64);
+        node.dirty = false;
+        node.num_inputs = n.input.len();
+        node.attrs = n
+            .attribute
+            .iter()
+            .map(|a| (a.name().to_string(), convert_attr(a)))
+            .collect();
+        if n.op_type() == "Constant" && n.domain().is_empty() {
+            if let Some(t) = constant_node_value(n, ext).map_err(|m| node_err(path, n, i, m))? {
+                node.kind = NodeKind::Const(t);
+            }
+        }
+        node.outputs = n
+            .output
+            .iter()
+            .map(|o| crate::ir::Value {
+                name: o.clone(),
+                ty: types.get(o.as_str()).cloned().unwrap_or_default(),
+                ty_changed: false,
+            })
+            .collect();
+        let ix = graph.add_node(node);
+        for (p, o) in n.output.iter().enumerate() {
+            if o.is_empty() {
+                continue;
+            }
+            if producers.contains_key(o) {
+                return Err(node_err(
+                    path,
+                    n,
+                    i,
+                    format!("output '{o}' is already produced by another node"),
+                ));
+            }
+            define(
+                &mut graph,
+                &mut producers,
+                o,
+                OutletId { node: ix, port: p },
+            );
+        }
+        node_ix.push(ix);
+    }
+    for (i, n) in g.node.iter().enumerate() {
+        let ix = node_ix[i];
+        for (p, name) in n.input.iter().enumerate() {
+            if name.is_empty() {
+                continue;
+            }
+            let Some(&src) = producers.get(name) else {
+                return Err(node_err(
+                    path,
+                    n,
+                    i,
+                    format!(
+                        "input {p} names '{name}', which no node, input or initializer produces"
+                    ),
+                ));
+            };
+            graph.connect(src, ix, p);
+        }
+        let mut captured = HashSet::new();
+        for a in &n.attribute {
+            for sg in a.g.iter().chain(a.graphs.iter()) {
+                free_names(sg, &mut captured);
+            }
+        }
+        let mut captured: Vec<String> = captured.into_iter().collect();
+        captured.sort();
+        for name in captured {
+            let Some(&src) = producers.get(&name) else {
+                return Err(node_err(
+                    path,
+                    n,
+                    i,
+                    format!(
+                        "a subgraph reads '{name}', which the enclosing graph does not produce"
+                    ),
+                ));
+            };
+            graph.g.add_edge(
+                src.node,
+                ix,
+                Wire {
+                    src_port: src.port,
+                    dst_port: Wire::CAPTURED,
+                },
+            );
+        }
+    }
+    for (i, vi) in g.output.iter().enumerate() {
+        let Some(&src) = producers.get(vi.name()) else {
+            return Err(fmt_err(
+                path,
+                format!("graph output '{}' is produced by no node", vi.name()),
+            ));
+        };
+        let mut node = Node::op(vi.name(), "", "");
+        node.kind = NodeKind::Output;
+        node.origin = Origin::OnnxOutput(i);
+        node.order = (3, i as u64);
+        node.dirty = false;
+        node.num_inputs = 1;
+        let ix = graph.add_node(node);
+        graph.connect(src, ix, 0);
+    }
+    graph.topo_order().map_err(|c| Error::Node {
+        path: path.to_path_buf(),
+        node: c.0,
+        op: String::new(),
+        message: "the graph has a cycle through this node".into(),
+    })?;
+    Ok(graph)
+}
+
+fn constant_node_value(
+    n: &NodeProto,
+    ext: &mut ExternalFiles,
+) -> std::result::Result<Option<Tensor>, String> {
+    let Some(a) = n.attribute.first() else {
+        return Ok(None);
+    };
+    if n.attribute.len() != 1 {
+        return Ok(None);
+    }
+    Ok(match a.name() {
+        "value" => match &a.t {
+            Some(t) => Some(tensor_from_proto(t, ext)?),
+            None => None,
+        },
+        "value_int" => Some(Tensor::from_i64(vec![], &[a.i()])),
+        "value_ints" => Some(Tensor::from_i64(vec![a.ints.len() as u64], &a.ints)),
+        "value_float" => Some(tensor::f32_tensor(vec![], &[a.f()])),
+        "value_floats" => Some(tensor::f32_tensor(vec![a.floats.len() as u64], &a.floats)),
+        _ => None,
+    })
+}
+
+fn dims_to_proto(shape: &[DeclaredDim]) -> proto::TensorShapeProto {
+    use proto::tensor_shape_proto::{dimension::Value as DV, Dimension};
+    proto::TensorShapeProto {
+        dim: shape
+            .iter()
+            .map(|d| Dimension {
+                denotation: None,
+                value: match d {
+                    DeclaredDim::Known(v) => Some(DV::DimValue(*v as i64)),
+                    DeclaredDim::Param(p) => Some(DV::DimParam(p.clone())),
+                    _ => None,
+                },
+            })
+            .collect(),
+    }
+}
+
+fn value_info_proto(name: &str, ty: &ValueType, base: Option<&ValueInfoProto>) -> ValueInfoProto {
+    use proto::type_proto::{Tensor as TT, Value as TV};
+    let mut vi = base.cloned().unwrap_or_default();
+    vi.name = Some(name.to_string());
+    let elem_type = ty.dtype.map(|d| d.onnx_code());
+    vi.r#type = Some(proto::TypeProto {
+        denotation: base
+            .and_then(|b| b.r#type.as_ref())
+            .and_then(|t| t.denotation.clone()),
+        value: Some(TV::TensorType(TT {
+            elem_type,
+            shape: ty.shape.as_ref().map(|s| dims_to_proto(s)),
+        })),
+    });
+    vi
+}
+
+fn rebuild_node(path: &Path, graph: &Graph, ix: NodeIndex, orig: &GraphProto) -> Result<NodeProto> {
+    let n = graph.node(ix);
+    let mut np = match n.origin {
+        Origin::OnnxNode(i) => orig.node.get(i).cloned().unwrap_or_default(),
+        _ => NodeProto::default(),
+    };
+    if !n.dirty && matches!(n.origin, Origin::OnnxNode(_)) {
+        return Ok(np);
+    }
+    np.name = if n.name.is_empty() {
+        None
+    } else {
+        Some(n.name.clone())
+    };
+    np.op_type = Some(n.op_type.clone());
+    np.domain = if n.domain.is_empty() {
+        None
+    } else {
+        Some(n.domain.clone())
+    };
+    np.input = graph
+        .inputs(ix)
+        .into_iter()
+        .map(|o| {
+            o.and_then(|o| graph.value(o))
+                .map(|v| v.name.clone())
+                .unwrap_or_default()
+        })
+        .collect();
+    while np.input.last().is_some_and(|s| s.is_empty()) {
+        np.input.pop();
+    }
+    np.output = n.outputs.iter().map(|v| v.name.clone()).collect();
+    // Attributes: keep the original record of each attribute the IR did not change.
+    let old: HashMap<String, proto::AttributeProto> = np
+        .attribute
+        .drain(..)
+        .map(|a| (a.name().to_string(), a))
+        .collect();
+    for (name, value) in &n.attrs {
+        let prev = old.get(name);
+        if let Some(p) = prev {
+            if convert_attr(p) == *value {
+                np.attribute.push(p.clone());
+                continue;
+            }
+        }
+        let mut a = proto::AttributeProto {
+            name: Some(name.clone()),
+            ..Default::default()
+        };
+        match value {
+            Attr::Int(v) => {
+                a.i = Some(*v);
+                a.set_type(AttributeType::Int);
+            }
+            Attr::Ints(v) => {
+                a.ints = v.clone();
+                a.set_type(AttributeType::Ints);
+            }
+            Attr::Float(v) => {
+                a.f = Some(*v);
+                a.set_type(AttributeType::Float);
+            }
+            Attr::Floats(v) => {
+                a.floats = v.clone();
+                a.set_type(AttributeType::Floats);
+            }
+            Attr::String(s) => {
+                a.s = Some(Bytes::from(s.clone().into_bytes()));
+                a.set_type(AttributeType::String);
+            }
+            Attr::Strings(v) => {
+                a.strings = v
+                    .iter()
+                    .map(|s| Bytes::from(s.clone().into_bytes()))
+                    .collect();
+                a.set_type(AttributeType::Strings);
+            }
+            Attr::Tensor(t) => {
+                a.t = Some(tensor_to_proto(t, name));
+                a.set_type(AttributeType::Tensor);
+            }
+            Attr::Opaque => match prev {
+                Some(p) => a = p.clone(),
+                None => {
+                    return Err(Error::Pass {
+                        pass: "save",
+                        node: n.name.clone(),
+                        message: format!("attribute '{name}' has no value to write"),
+                    })
+                }
+            },
+        }
+        np.attribute.push(a);
+    }
+    let _ = path;
+    Ok(np)
+}
+
+fn rebuild_graph(
+    path: &Path,
+    graph: &Graph,
+    orig: &GraphProto,
+    out: &mut GraphProto,
+) -> Result<()> {
+    let order = graph.topo_order().map_err(|c| Error::Node {
+        path: path.to_path_buf(),
+        node: c.0,
+        op: String::new(),
+        message: "the graph has a cycle through this node".into(),
+    })?;
+    out.node.clear();
+    let mut inits: Vec<(u64, proto::TensorProto)> = Vec::new();
+    let mut extra_identity: Vec<NodeProto> = Vec::new();
+    for &ix in &order {
+        let n = graph.node(ix);
+        match (&n.kind, n.origin) {
+            (NodeKind::Input, _) | (NodeKind::Op, Origin::OnnxSparseInitializer(_)) => {}
+            (NodeKind::Output, _) => {
+                // A graph output must be produced under its own name.
+                if let Some(src) = graph.input(ix, 0) {
+                    let produced = graph
+                        .value(src)
+                        .map(|v| v.name.as_str())
+                        .unwrap_or_default();
+                    if produced != n.name {
+                        extra_identity.push(NodeProto {
+                            input: vec![produced.to_string()],
+                            output: vec![n.name.clone()],
+                            name: Some(format!("{}_identity", n.name)),
+                            op_type: Some("Identity".into()),
+                            ..Default::default()
+                        });
+                    }
+                }
+            }
+            (NodeKind::Const(t), Origin::OnnxInitializer(i)) => {
+                let rec = if n.dirty {
+                    tensor_to_proto(t, &n.outputs[0].name)
+                } else {
+                    orig.initializer
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| tensor_to_proto(t, &n.outputs[0].name))
+                };
+                inits.push((i as u64, rec));
+            }
+            (NodeKind::Const(t), Origin::New) => {
+                let name = n
+                    .outputs
+                    .first()
+                    .map(|v| v.name.as_str())
+                    .unwrap_or(&n.name);
+                inits.push((u64::MAX, tensor_to_proto(t, name)));
+            }
+            _ => out.node.push(rebuild_node(path, graph, ix, orig)?),
+        }
+    }
+    out.node.extend(extra_identity);
+    // Initializers: originals in their original order (shadowed ones included), then new ones.
+    let shadowed: Vec<(u64, proto::TensorProto)> = {
+        let inputs: HashSet<&str> = orig.input.iter().map(|i| i.name()).collect();
+        orig.initializer
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| inputs.contains(t.name()))
+            .map(|(i, t)| (i as u64, t.clone()))
+            .collect()
+    };
+    inits.extend(shadowed);
+    inits.sort_by_key(|(k, _)| *k);
+    out.initializer = inits.into_iter().map(|(_, t)| t).collect();
+    // value_info: originals of values that still exist, updated where a pass changed the type;
+    // then new entries for values whose type a pass set.
+    let mut live: HashMap<&str, (&crate::ir::Value, NodeIndex)> = HashMap::new();
+    for ix in graph.g.node_indices() {
+        let n = graph.node(ix);
+        if matches!(n.kind, NodeKind::Op | NodeKind::Const(_)) {
+            for v in &n.outputs {
+                live.insert(v.name.as_str(), (v, ix));
+            }
+        }
+    }
+    let io_names: HashSet<&str> = orig
+        .input
+        .iter()
+        .chain(orig.output.iter())
+        .map(|v| v.name())
+        .collect();
+    let mut seen: HashSet<String> = HashSet::new();
+    out.value_info.clear();
+    for vi in &orig.value_info {
+        if let Some((v, _)) = live.get(vi.name()) {
+            seen.insert(vi.name().to_string());
+            if v.ty_changed {
+                out.value_info
+                    .push(value_info_proto(vi.name(), &v.ty, Some(vi)));
+            } else {
+                out.value_info.push(vi.clone());
+            }
+        }
+    }
+    for &ix in &order {
+        let n = graph.node(ix);
+        if n.kind != NodeKind::Op {
+            continue;
+        }
+        for v in &n.outputs {
+            if v.ty_changed
+                && !v.name.is_empty()
+                && !seen.contains(&v.name)
+                && !io_names.contains(v.name.as_str())
+            {
+                seen.insert(v.name.clone());
+                out.value_info.push(value_info_proto(&v.name, &v.ty, None));
+            }
+        }
+    }
+    // Graph outputs whose producer's type a pass refined.
+    for o in out.output.iter_mut() {
+        if let Some((v, _)) = live.get(o.name()) {
+            if v.ty_changed {
+                *o = value_info_proto(o.name(), &v.ty, Some(o));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Copies the external data files a model references to the directory of `to`, when that is
+/// not the directory they already are in.
+fn copy_external_files(from: &Path, to: &Path, g: Option<&GraphProto>) -> Result<()> {
+    let Some(g) = g else { return Ok(()) };
+    let src_dir = from.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let dst_dir = to.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let same = match (
+        std::fs::canonicalize(if src_dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &src_dir
+        }),
+        std::fs::canonicalize(if dst_dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            &dst_dir
+        }),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        return Ok(());
+    }
+    let mut files: Vec<String> = Vec::new();
+    tensor::external_locations(g, &mut files);
+    files.sort();
+    files.dedup();
+    for loc in files {
+        let src = tensor::resolve_location(&src_dir, &loc).map_err(|m| fmt_err(from, m))?;
+        let dst = tensor::resolve_location(&dst_dir, &loc).map_err(|m| fmt_err(to, m))?;
+        let data = map_file(&src)?;
+        crate::formats::write_atomic(&dst, &[&data])?;
+    }
+    Ok(())
+}
