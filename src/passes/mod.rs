@@ -1,1 +1,3 @@
-//! Passes over the IR.
+//! Passes over the IR, one file each.
+
+pub mod infer;

@@ -131,6 +131,12 @@ impl OnnxModel {
         if self.is_untouched() {
             return Ok(self.proto.clone());
         }
+        self.rebuild_proto()
+    }
+
+    /// The model with `graph.node`, `graph.initializer` and `graph.value_info` rebuilt from the
+    /// IR even when nothing changed (nodes in stable topological order).
+    pub fn rebuild_proto(&self) -> Result<ModelProto> {
         let mut out = self.proto.clone();
         let orig = self
             .proto

@@ -1,0 +1,373 @@
+//! Issue 3: lossless ONNX round-trip, external data, subgraphs, corrupt input, zero-copy loading.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use prost::Message;
+use slice_opt::formats::onnx::proto::{self, ModelProto};
+use slice_opt::formats::onnx::OnnxModel;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every ONNX model the repository ships for tests: the onnx package's backend Slice cases
+/// (`tools/gen_onnx_backend_slice.py`) and the converter fixtures under `models/`.
+fn onnx_fixtures() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for dir in [
+        repo().join("tests/data/onnx_backend"),
+        repo().join("models"),
+    ] {
+        for e in std::fs::read_dir(&dir).expect("fixture dir") {
+            let p = e.expect("entry").path();
+            if p.extension().is_some_and(|x| x == "onnx") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn decode(path: &Path) -> ModelProto {
+    ModelProto::decode(std::fs::read(path).expect("read").as_slice()).expect("decode")
+}
+
+fn slice_opt() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_slice-opt"))
+}
+
+#[test]
+fn round_trip_is_byte_identical_for_every_fixture() {
+    let fixtures = onnx_fixtures();
+    assert!(
+        fixtures.len() >= 8 + 16,
+        "expected the backend and model fixtures, got {}",
+        fixtures.len()
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    for f in &fixtures {
+        let out = dir.path().join(f.file_name().expect("name"));
+        let st = slice_opt()
+            .arg(f)
+            .arg("-o")
+            .arg(&out)
+            .args(["--passes", "none", "-q"])
+            .status()
+            .expect("run");
+        assert!(st.success(), "{}: exit {st}", f.display());
+        assert_eq!(
+            decode(f),
+            decode(&out),
+            "{}: decoded models differ",
+            f.display()
+        );
+        // All fixtures were written by the onnx Python package (directly or through tf2onnx).
+        assert_eq!(
+            std::fs::read(f).expect("read"),
+            std::fs::read(&out).expect("read"),
+            "{}: bytes differ",
+            f.display()
+        );
+    }
+}
+
+/// Nodes in topological order (Kahn, ties by original index), as the writer must emit them.
+fn expected_node_order(g: &proto::GraphProto) -> Vec<proto::NodeProto> {
+    let mut produced: std::collections::HashSet<String> =
+        g.input.iter().map(|v| v.name().to_string()).collect();
+    produced.extend(g.initializer.iter().map(|t| t.name().to_string()));
+    let mut left: Vec<&proto::NodeProto> = g.node.iter().collect();
+    let mut out = Vec::new();
+    while !left.is_empty() {
+        let pos = left
+            .iter()
+            .position(|n| n.input.iter().all(|i| i.is_empty() || produced.contains(i)))
+            .expect("acyclic");
+        let n = left.remove(pos);
+        produced.extend(n.output.iter().cloned());
+        out.push(n.clone());
+    }
+    out
+}
+
+#[test]
+fn rebuilding_the_graph_from_the_ir_loses_nothing() {
+    for f in onnx_fixtures() {
+        let m = OnnxModel::load(&f).expect("load");
+        let rebuilt = m.rebuild_proto().expect("rebuild");
+        let mut want = decode(&f);
+        let g = want.graph.as_mut().expect("graph");
+        g.node = expected_node_order(g);
+        assert_eq!(want, rebuilt, "{}: rebuilt model differs", f.display());
+    }
+}
+
+#[test]
+fn subgraph_models_keep_their_bodies_and_captures() {
+    // The If branches read the outer `x`; the Loop body gets everything through its inputs.
+    for (name, captures) in [
+        ("loop_body_slice.onnx", false),
+        ("if_outer_slice.onnx", true),
+    ] {
+        let f = repo().join("models").join(name);
+        let m = OnnxModel::load(&f).expect("load");
+        let captured = m
+            .graph
+            .g
+            .edge_weights()
+            .filter(|w| w.dst_port == slice_opt::ir::Wire::CAPTURED)
+            .count();
+        assert_eq!(
+            captured > 0,
+            captures,
+            "{name}: the subgraph's outer-scope reads must be edges"
+        );
+        let bodies = decode(&f)
+            .graph
+            .expect("graph")
+            .node
+            .iter()
+            .flat_map(|n| n.attribute.iter())
+            .filter(|a| a.g.is_some())
+            .count();
+        assert!(bodies > 0, "{name} has a subgraph");
+    }
+}
+
+#[test]
+fn external_data_is_kept_beside_the_output() {
+    let f = repo().join("models/external_data.onnx");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("copy.onnx");
+    let st = slice_opt()
+        .arg(&f)
+        .arg("-o")
+        .arg(&out)
+        .args(["--passes", "none", "-q"])
+        .status()
+        .expect("run");
+    assert!(st.success());
+    let data = dir.path().join("external_data.onnx.data");
+    assert_eq!(
+        std::fs::read(&data).expect("external file copied"),
+        std::fs::read(repo().join("models/external_data.onnx.data")).expect("read")
+    );
+    let a = OnnxModel::load(&f).expect("load original");
+    let b = OnnxModel::load(&out).expect("load copy");
+    let tensors = |m: &OnnxModel| -> Vec<slice_opt::ir::Tensor> {
+        m.graph
+            .g
+            .node_weights()
+            .filter_map(|n| n.constant().cloned())
+            .collect()
+    };
+    assert_eq!(tensors(&a), tensors(&b));
+    assert!(tensors(&a)
+        .iter()
+        .any(|t| t.raw().is_some_and(|r| r.len() == 1 << 20)));
+}
+
+fn write_model(path: &Path, m: &ModelProto) {
+    std::fs::write(path, m.encode_to_vec()).expect("write");
+}
+
+fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> proto::NodeProto {
+    proto::NodeProto {
+        op_type: Some(op.into()),
+        name: Some(name.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+fn model_with(nodes: Vec<proto::NodeProto>) -> ModelProto {
+    ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        graph: Some(proto::GraphProto {
+            name: Some("g".into()),
+            node: nodes,
+            input: vec![proto::ValueInfoProto {
+                name: Some("x".into()),
+                ..Default::default()
+            }],
+            output: vec![proto::ValueInfoProto {
+                name: Some("y".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Runs the CLI on a corrupt input: exit 1 or 2, one line on stderr naming the file (and the
+/// node when given), no output file.
+fn assert_clean_failure(input: &Path, must_name: &[&str]) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out.onnx");
+    let o = slice_opt()
+        .arg(input)
+        .arg("-o")
+        .arg(&out)
+        .args(["--passes", "none"])
+        .output()
+        .expect("run");
+    let code = o.status.code().expect("exit code (no signal)");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        code == 1 || code == 2,
+        "{}: exit {code}, stderr {err}",
+        input.display()
+    );
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line expected: {err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains(&input.display().to_string()),
+        "must name the file: {err}"
+    );
+    for s in must_name {
+        assert!(err.contains(s), "must name '{s}': {err}");
+    }
+    assert!(!out.exists(), "no output may be written on failure");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).expect("dir").count(),
+        0,
+        "no temp file left"
+    );
+}
+
+#[test]
+fn corrupt_inputs_fail_cleanly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Truncated file.
+    let full = std::fs::read(repo().join("models/gpt2_causal_mask.onnx")).expect("read");
+    let truncated = dir.path().join("truncated.onnx");
+    std::fs::write(&truncated, &full[..full.len() / 2]).expect("write");
+    assert_clean_failure(&truncated, &[]);
+    // Random bytes.
+    let random = dir.path().join("random.onnx");
+    let mut x: u64 = 0x9E3779B97F4A7C15;
+    let bytes: Vec<u8> = (0..4096)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(&random, bytes).expect("write");
+    assert_clean_failure(&random, &[]);
+    // A node whose input names no value.
+    let dangling = dir.path().join("dangling.onnx");
+    write_model(
+        &dangling,
+        &model_with(vec![node("Relu", "the_relu", &["nowhere"], &["y"])]),
+    );
+    assert_clean_failure(&dangling, &["the_relu", "nowhere"]);
+    // A cycle.
+    let cycle = dir.path().join("cycle.onnx");
+    write_model(
+        &cycle,
+        &model_with(vec![
+            node("Add", "add_a", &["x", "b"], &["a"]),
+            node("Relu", "relu_b", &["a"], &["b"]),
+            node("Identity", "out", &["a"], &["y"]),
+        ]),
+    );
+    assert_clean_failure(&cycle, &["cycle"]);
+    // A missing file.
+    assert_clean_failure(&dir.path().join("missing.onnx"), &[]);
+}
+
+#[test]
+fn output_equal_to_input_is_safe() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("m.onnx");
+    std::fs::copy(repo().join("models/qkv_split.onnx"), &f).expect("copy");
+    let before = std::fs::read(&f).expect("read");
+    let st = slice_opt()
+        .arg(&f)
+        .arg("-o")
+        .arg(&f)
+        .args(["--passes", "none", "-q"])
+        .status()
+        .expect("run");
+    assert!(st.success());
+    assert_eq!(before, std::fs::read(&f).expect("read"));
+}
+
+/// The address range of the mapping of `path` in this process (Linux `/proc/self/maps`).
+#[cfg(target_os = "linux")]
+fn mapping_of(path: &Path) -> Option<(usize, usize)> {
+    let canon = std::fs::canonicalize(path).ok()?;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|l| {
+        if !l.ends_with(canon.to_str()?) {
+            return None;
+        }
+        let range = l.split_whitespace().next()?;
+        let (a, b) = range.split_once('-')?;
+        Some((
+            usize::from_str_radix(a, 16).ok()?,
+            usize::from_str_radix(b, 16).ok()?,
+        ))
+    })
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn loading_a_256_mb_model_does_not_copy_initializers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let f = dir.path().join("big.onnx");
+    let size = 256usize << 20;
+    let m = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        graph: Some(proto::GraphProto {
+            initializer: vec![proto::TensorProto {
+                name: Some("w".into()),
+                dims: vec![(size / 4) as i64],
+                data_type: Some(1),
+                raw_data: Some(bytes::Bytes::from(vec![7u8; size])),
+                ..Default::default()
+            }],
+            output: vec![proto::ValueInfoProto {
+                name: Some("w".into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    write_model(&f, &m);
+    drop(m);
+    let loaded = OnnxModel::load(&f).expect("load");
+    let (lo, hi) = mapping_of(&f).expect("the model file is memory-mapped");
+    let t = loaded
+        .graph
+        .g
+        .node_weights()
+        .find_map(|n| n.constant())
+        .expect("initializer");
+    let raw = t.raw().expect("raw data");
+    assert_eq!(raw.len(), size);
+    let p = raw.as_ptr() as usize;
+    assert!(
+        p >= lo && p + size <= hi,
+        "initializer bytes must point into the map {lo:#x}-{hi:#x}, got {p:#x}"
+    );
+}
