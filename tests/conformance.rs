@@ -15,7 +15,8 @@ use std::io::{BufRead, BufReader};
 use serde_json::Value;
 use slice_opt::semantics::decode::{constant, OvMasks, TfMasks};
 use slice_opt::semantics::{
-    gather, onnx_slice, ov_slice8, resolve_dims, strided_slice, Clamp, Dim, Flavour, SliceError, StridedSliceSpec,
+    gather, onnx_slice, ov_slice8, resolve_dims, strided_slice, Clamp, Dim, Flavour, SliceError,
+    StridedSliceSpec,
 };
 
 const LIMIT: u64 = 1 << 24;
@@ -36,23 +37,38 @@ fn load(name: &str) -> Vec<Value> {
 }
 
 fn ints(v: &Value) -> Vec<i64> {
-    v.as_array().expect("array").iter().map(|x| x.as_i64().expect("i64")).collect()
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| x.as_i64().expect("i64"))
+        .collect()
 }
 
 fn uints(v: &Value) -> Vec<u64> {
-    v.as_array().expect("array").iter().map(|x| x.as_u64().expect("u64")).collect()
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| x.as_u64().expect("u64"))
+        .collect()
 }
 
 fn answer(v: &Value) -> Answer {
     if v.get("error").is_some() {
         Answer::Error
     } else {
-        Answer::Ok { shape: uints(&v["shape"]), indices: uints(&v["indices"]) }
+        Answer::Ok {
+            shape: uints(&v["shape"]),
+            indices: uints(&v["indices"]),
+        }
     }
 }
 
 /// Ours: plan → gather, and check `resolve_dims` (known dims) gives the same shape.
-fn run(plan: Result<slice_opt::semantics::SlicePlan, SliceError>, dims: &[u64], clamp: Clamp) -> Answer {
+fn run(
+    plan: Result<slice_opt::semantics::SlicePlan, SliceError>,
+    dims: &[u64],
+    clamp: Clamp,
+) -> Answer {
     let Ok(plan) = plan else { return Answer::Error };
     match gather(&plan, dims, clamp, LIMIT) {
         Err(SliceError::TooLarge { .. }) => panic!("conformance case too large"),
@@ -64,7 +80,11 @@ fn run(plan: Result<slice_opt::semantics::SlicePlan, SliceError>, dims: &[u64], 
                 .iter()
                 .map(|d| d.as_known().expect("known dims give known dims") as u64)
                 .collect();
-            assert_eq!(shape.iter().product::<u64>(), indices.len() as u64, "{plan}");
+            assert_eq!(
+                shape.iter().product::<u64>(),
+                indices.len() as u64,
+                "{plan}"
+            );
             Answer::Ok { shape, indices }
         }
     }
@@ -82,8 +102,17 @@ fn tf_masks(c: &Value) -> TfMasks {
 
 fn strided_tf(c: &Value) -> Answer {
     let dims = uints(&c["input_shape"]);
-    let spec = StridedSliceSpec::from_tf_bits(&ints(&c["begin"]), &ints(&c["end"]), Some(&ints(&c["strides"])), tf_masks(c));
-    run(strided_slice(&spec, Flavour::Tf, dims.len()), &dims, Clamp::Tf)
+    let spec = StridedSliceSpec::from_tf_bits(
+        &ints(&c["begin"]),
+        &ints(&c["end"]),
+        Some(&ints(&c["strides"])),
+        tf_masks(c),
+    );
+    run(
+        strided_slice(&spec, Flavour::Tf, dims.len()),
+        &dims,
+        Clamp::Tf,
+    )
 }
 
 fn strided_ov(c: &Value) -> Answer {
@@ -92,23 +121,44 @@ fn strided_ov(c: &Value) -> Answer {
     let lists: Vec<Vec<i64>> = if c["ov_masks"].is_null() {
         // The integer masks as OpenVINO lists of length len(begin).
         let n = begin.len();
-        ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
-            .iter()
-            .map(|k| {
-                let m = c[*k].as_i64().expect("mask");
-                (0..n).map(|i| (m >> i) & 1).collect()
-            })
-            .collect()
+        [
+            "begin_mask",
+            "end_mask",
+            "ellipsis_mask",
+            "new_axis_mask",
+            "shrink_axis_mask",
+        ]
+        .iter()
+        .map(|k| {
+            let m = c[*k].as_i64().expect("mask");
+            (0..n).map(|i| (m >> i) & 1).collect()
+        })
+        .collect()
     } else {
-        ["begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"]
-            .iter()
-            .map(|k| ints(&c["ov_masks"][*k]))
-            .collect()
+        [
+            "begin_mask",
+            "end_mask",
+            "ellipsis_mask",
+            "new_axis_mask",
+            "shrink_axis_mask",
+        ]
+        .iter()
+        .map(|k| ints(&c["ov_masks"][*k]))
+        .collect()
     };
-    let masks =
-        OvMasks { begin: &lists[0], end: &lists[1], ellipsis: &lists[2], new_axis: &lists[3], shrink: &lists[4] };
+    let masks = OvMasks {
+        begin: &lists[0],
+        end: &lists[1],
+        ellipsis: &lists[2],
+        new_axis: &lists[3],
+        shrink: &lists[4],
+    };
     let spec = StridedSliceSpec::from_ov_lists(&begin, &end, Some(&strides), masks);
-    run(strided_slice(&spec, Flavour::Ov, dims.len()), &dims, Clamp::Ov)
+    run(
+        strided_slice(&spec, Flavour::Ov, dims.len()),
+        &dims,
+        Clamp::Ov,
+    )
 }
 
 fn opt_ints(v: &Value) -> Option<Vec<i64>> {
@@ -117,7 +167,10 @@ fn opt_ints(v: &Value) -> Option<Vec<i64>> {
 
 fn slice_onnx(c: &Value) -> Answer {
     let dims = uints(&c["input_shape"]);
-    let (axes, steps) = (opt_ints(&c["axes"]), opt_ints(&c["steps"]).map(|s| constant(&s)));
+    let (axes, steps) = (
+        opt_ints(&c["axes"]),
+        opt_ints(&c["steps"]).map(|s| constant(&s)),
+    );
     let opset = c["onnx_opset"].as_u64().expect("opset") as u32;
     let plan = onnx_slice(
         &constant(&ints(&c["starts"])),
@@ -132,7 +185,10 @@ fn slice_onnx(c: &Value) -> Answer {
 
 fn slice_ov8(c: &Value) -> Answer {
     let dims = uints(&c["input_shape"]);
-    let (axes, steps) = (opt_ints(&c["axes"]), opt_ints(&c["steps"]).map(|s| constant(&s)));
+    let (axes, steps) = (
+        opt_ints(&c["axes"]),
+        opt_ints(&c["steps"]).map(|s| constant(&s)),
+    );
     let plan = ov_slice8(
         &constant(&ints(&c["starts"])),
         &constant(&ints(&c["ends"])),
@@ -206,12 +262,15 @@ const KNOWN: &[(&str, &str, &str, &str)] = &[
     ("ov_ss", "ss-3-00385", "tf", PLUGIN_VALUES),
 ];
 
-const ONNX_THREE_WAY: &str = "three-way split among ONNX runtimes; we follow the ONNX spec (= OpenVINO)";
+const ONNX_THREE_WAY: &str =
+    "three-way split among ONNX runtimes; we follow the ONNX spec (= OpenVINO)";
 const PLUGIN_REFUSES: &str = "OpenVINO's CPU plugin refuses to compile a slice its own shape inference accepts \
 (the plugin decodes a shared ellipsis/new-axis/shrink bit with another priority); we follow shape inference";
-const PLUGIN_VALUES: &str = "OpenVINO's CPU plugin returns the inferred shape but other elements (its own decoding of \
+const PLUGIN_VALUES: &str =
+    "OpenVINO's CPU plugin returns the inferred shape but other elements (its own decoding of \
 shrink/reverse entries); we follow the reference evaluation / TensorFlow, consistent with the spec";
-const PLUGIN_SHRINK: &str = "OpenVINO's CPU plugin accepts a shrink index that is out of range under shape inference's \
+const PLUGIN_SHRINK: &str =
+    "OpenVINO's CPU plugin accepts a shrink index that is out of range under shape inference's \
 decoding; we report the error, as TensorFlow does";
 
 fn short(a: &Answer) -> String {
@@ -219,15 +278,21 @@ fn short(a: &Answer) -> String {
         Answer::Error => "error".into(),
         Answer::Ok { shape, indices } => {
             let head: Vec<_> = indices.iter().take(8).collect();
-            format!("shape {shape:?} indices {head:?}{}", if indices.len() > 8 { "..." } else { "" })
+            format!(
+                "shape {shape:?} indices {head:?}{}",
+                if indices.len() > 8 { "..." } else { "" }
+            )
         }
     }
 }
 
 fn check(oracle: &str, file: &str, key: &str, ours: fn(&Value) -> Answer) {
     let cases = load(file);
-    let known: HashMap<&str, (&str, &str)> =
-        KNOWN.iter().filter(|k| k.0 == oracle).map(|k| (k.1, (k.2, k.3))).collect();
+    let known: HashMap<&str, (&str, &str)> = KNOWN
+        .iter()
+        .filter(|k| k.0 == oracle)
+        .map(|k| (k.1, (k.2, k.3)))
+        .collect();
     let (mut pass, mut deviations, mut failures) = (0usize, 0usize, Vec::new());
     for c in &cases {
         let id = c["id"].as_str().expect("id");
@@ -235,18 +300,34 @@ fn check(oracle: &str, file: &str, key: &str, ours: fn(&Value) -> Answer) {
         let want = answer(&c[key]);
         match known.get(id) {
             Some((alt, _)) => {
-                let alt = if *alt == "-" { got.clone() } else { answer(&c[*alt]) };
+                let alt = if *alt == "-" {
+                    got.clone()
+                } else {
+                    answer(&c[*alt])
+                };
                 if got != want && got == alt {
                     deviations += 1;
                 } else {
-                    failures.push(format!("{id} (known deviation no longer holds): ours {} / expected {} / alt {}", short(&got), short(&want), short(&alt)));
+                    failures.push(format!(
+                        "{id} (known deviation no longer holds): ours {} / expected {} / alt {}",
+                        short(&got),
+                        short(&want),
+                        short(&alt)
+                    ));
                 }
             }
             None if got == want => pass += 1,
-            None => failures.push(format!("{id}: ours {} / expected {}", short(&got), short(&want))),
+            None => failures.push(format!(
+                "{id}: ours {} / expected {}",
+                short(&got),
+                short(&want)
+            )),
         }
     }
-    println!("{oracle} {pass}/{} ({deviations} known deviations)", cases.len());
+    println!(
+        "{oracle} {pass}/{} ({deviations} known deviations)",
+        cases.len()
+    );
     if std::env::var_os("CONFORMANCE_ALL").is_some() {
         for f in &failures {
             println!("FAIL {oracle} {f}");
@@ -256,7 +337,12 @@ fn check(oracle: &str, file: &str, key: &str, ours: fn(&Value) -> Answer) {
         failures.is_empty(),
         "{oracle}: {} failures, first ones:\n{}",
         failures.len(),
-        failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        failures
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
@@ -286,7 +372,10 @@ fn conformance_ov_slice8() {
 // ---------------------------------------------------------------------------------------------
 
 fn case(file: &str, id: &str) -> Value {
-    load(file).into_iter().find(|c| c["id"] == id).expect("case present")
+    load(file)
+        .into_iter()
+        .find(|c| c["id"] == id)
+        .expect("case present")
 }
 
 /// TensorFlow vs OpenVINO, reverse slicing with a begin below `-dim`: `x[-6:-4:-1]` on (1,).
@@ -297,8 +386,20 @@ fn tf_and_ov_clamp_reverse_begin_differently() {
     let c = case("strided_slice.jsonl.gz", "ss-1-01722");
     assert_eq!(strided_tf(&c), answer(&c["expected_tf"]));
     assert_eq!(strided_ov(&c), answer(&c["expected_ov"]));
-    assert_eq!(strided_tf(&c), Answer::Ok { shape: vec![0], indices: vec![] });
-    assert_eq!(strided_ov(&c), Answer::Ok { shape: vec![1], indices: vec![0] });
+    assert_eq!(
+        strided_tf(&c),
+        Answer::Ok {
+            shape: vec![0],
+            indices: vec![]
+        }
+    );
+    assert_eq!(
+        strided_ov(&c),
+        Answer::Ok {
+            shape: vec![1],
+            indices: vec![0]
+        }
+    );
 }
 
 /// OpenVINO's CPU plugin refuses (compile error) a slice where one entry has both the ellipsis
@@ -354,9 +455,16 @@ fn ov_unequal_mask_lengths_are_an_error() {
         &[0, 0],
         &[1, 1],
         None,
-        OvMasks { begin: &[0, 0], end: &[0], ..Default::default() },
+        OvMasks {
+            begin: &[0, 0],
+            end: &[0],
+            ..Default::default()
+        },
     );
-    assert!(matches!(strided_slice(&spec, Flavour::Ov, 2), Err(SliceError::UnequalMaskLengths(_))));
+    assert!(matches!(
+        strided_slice(&spec, Flavour::Ov, 2),
+        Err(SliceError::UnequalMaskLengths(_))
+    ));
 }
 
 /// ...but an empty mask next to non-empty ones is accepted (OpenVINO's exact rule).
@@ -396,5 +504,11 @@ fn onnx_three_way_split_follows_the_spec() {
     let c = case("slice.jsonl.gz", "sl-1-00118");
     assert_eq!(slice_onnx(&c), answer(&c["ov_cpu"]));
     assert_ne!(slice_onnx(&c), answer(&c["expected_onnx"]));
-    assert_eq!(slice_onnx(&c), Answer::Ok { shape: vec![0, 1, 4, 1], indices: vec![] });
+    assert_eq!(
+        slice_onnx(&c),
+        Answer::Ok {
+            shape: vec![0, 1, 4, 1],
+            indices: vec![]
+        }
+    );
 }

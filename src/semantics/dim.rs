@@ -72,9 +72,15 @@ fn iv_add(a: Iv, b: Iv) -> Iv {
 fn iv_scale(a: Iv, k: i128) -> Iv {
     let m = |v: Option<i128>| v.and_then(|v| v.checked_mul(k));
     if k >= 0 {
-        Iv { lo: m(a.lo), hi: m(a.hi) }
+        Iv {
+            lo: m(a.lo),
+            hi: m(a.hi),
+        }
     } else {
-        Iv { lo: m(a.hi), hi: m(a.lo) }
+        Iv {
+            lo: m(a.hi),
+            hi: m(a.lo),
+        }
     }
 }
 
@@ -83,7 +89,10 @@ impl Lin {
         Lin { terms: vec![], c }
     }
     fn atom(a: Atom) -> Lin {
-        Lin { terms: vec![(a, 1)], c: 0 }
+        Lin {
+            terms: vec![(a, 1)],
+            c: 0,
+        }
     }
     fn as_const(&self) -> Option<i128> {
         self.terms.is_empty().then_some(self.c)
@@ -96,7 +105,10 @@ impl Lin {
     }
 
     fn interval(&self) -> Iv {
-        let mut acc = Iv { lo: Some(self.c), hi: Some(self.c) };
+        let mut acc = Iv {
+            lo: Some(self.c),
+            hi: Some(self.c),
+        };
         for (a, k) in &self.terms {
             acc = iv_add(acc, iv_scale(a.interval(), *k));
         }
@@ -119,7 +131,11 @@ impl Lin {
             *e = e.checked_add(*k)?;
         }
         let terms = m.into_iter().filter(|(_, k)| *k != 0).collect();
-        Lin { terms, c: self.c.checked_add(o.c)? }.distribute()
+        Lin {
+            terms,
+            c: self.c.checked_add(o.c)?,
+        }
+        .distribute()
     }
 
     fn scale(&self, k: i128) -> Option<Lin> {
@@ -130,7 +146,10 @@ impl Lin {
         for (a, c) in &self.terms {
             terms.push((a.clone(), c.checked_mul(k)?));
         }
-        Lin { terms, c: self.c.checked_mul(k)? }.distribute()
+        Some(Lin {
+            terms,
+            c: self.c.checked_mul(k)?,
+        })
     }
 
     /// `rest + k * ext(args)` with k = ±1 and `rest` free of min/max becomes `ext'(rest ± arg)`:
@@ -172,22 +191,35 @@ impl MinMax {
 impl Atom {
     fn interval(&self) -> Iv {
         match self {
-            Atom::Sym(s) => Iv { lo: Some(s.lo as i128), hi: s.hi.map(|h| h as i128) },
+            // A dim always fits i64: an unbounded symbol is still at most i64::MAX.
+            Atom::Sym(s) => Iv {
+                lo: Some(s.lo as i128),
+                hi: Some(s.hi.unwrap_or(i64::MAX) as i128),
+            },
             Atom::Div(e, d) => {
                 let i = e.interval();
-                Iv { lo: i.lo.map(|v| v.div_euclid(*d)), hi: i.hi.map(|v| v.div_euclid(*d)) }
+                Iv {
+                    lo: i.lo.map(|v| v.div_euclid(*d)),
+                    hi: i.hi.map(|v| v.div_euclid(*d)),
+                }
             }
             Atom::Ext(kind, args) => {
                 let ivs: Vec<Iv> = args.iter().map(Lin::interval).collect();
                 let (lo, hi) = match kind {
                     // min: lo = min of los (any infinite -> infinite); hi = min of finite his.
                     MinMax::Min => (
-                        ivs.iter().map(|i| i.lo).collect::<Option<Vec<_>>>().and_then(|v| v.into_iter().min()),
+                        ivs.iter()
+                            .map(|i| i.lo)
+                            .collect::<Option<Vec<_>>>()
+                            .and_then(|v| v.into_iter().min()),
                         ivs.iter().filter_map(|i| i.hi).min(),
                     ),
                     MinMax::Max => (
                         ivs.iter().filter_map(|i| i.lo).max(),
-                        ivs.iter().map(|i| i.hi).collect::<Option<Vec<_>>>().and_then(|v| v.into_iter().max()),
+                        ivs.iter()
+                            .map(|i| i.hi)
+                            .collect::<Option<Vec<_>>>()
+                            .and_then(|v| v.into_iter().max()),
                     ),
                 };
                 Iv { lo, hi }
@@ -240,7 +272,12 @@ fn mk_ext(kind: MinMax, args: Vec<Lin>) -> Option<Lin> {
             }
         }
     }
-    let mut kept: Vec<Lin> = flat.into_iter().zip(keep).filter(|(_, k)| *k).map(|(a, _)| a).collect();
+    let mut kept: Vec<Lin> = flat
+        .into_iter()
+        .zip(keep)
+        .filter(|(_, k)| *k)
+        .map(|(a, _)| a)
+        .collect();
     match kept.len() {
         0 => None,
         1 => kept.pop(),
@@ -266,10 +303,16 @@ fn mk_div(e: &Lin, d: i128) -> Option<Lin> {
     for (a, k) in &e.terms {
         let (q, r) = (k.div_euclid(d), k.rem_euclid(d));
         if q != 0 {
-            whole = whole.add(&Lin { terms: vec![(a.clone(), q)], c: 0 })?;
+            whole = whole.add(&Lin {
+                terms: vec![(a.clone(), q)],
+                c: 0,
+            })?;
         }
         if r != 0 {
-            rem = rem.add(&Lin { terms: vec![(a.clone(), r)], c: 0 })?;
+            rem = rem.add(&Lin {
+                terms: vec![(a.clone(), r)],
+                c: 0,
+            })?;
         }
     }
     let iv = rem.interval();
@@ -318,7 +361,11 @@ impl Dim {
         if hi == Some(lo) {
             return Dim::known(lo);
         }
-        Dim(Repr::Expr(Lin::atom(Atom::Sym(Symbol { name: name.into(), lo, hi }))))
+        Dim(Repr::Expr(Lin::atom(Atom::Sym(Symbol {
+            name: name.into(),
+            lo,
+            hi,
+        }))))
     }
     /// An unknown dim, bounds `[0, ∞)`.
     pub fn unknown() -> Dim {
@@ -335,20 +382,8 @@ impl Dim {
 
     fn from_lin(l: Option<Lin>, fallback: Iv) -> Dim {
         match l {
-            Some(l) => {
-                if let Some(c) = l.as_const() {
-                    if let Some(v) = to_i64(c) {
-                        return Dim::known(v);
-                    }
-                }
-                let iv = l.interval();
-                let fits = iv.lo.is_none_or(|v| to_i64(v).is_some()) && iv.hi.is_none_or(|v| to_i64(v).is_some());
-                if fits && l.as_const().is_none() {
-                    Dim(Repr::Expr(l))
-                } else {
-                    Dim::from_iv(iv)
-                }
-            }
+            // Intermediate constants may exceed i64 (they are i128); only `as_known` needs a fit.
+            Some(l) => Dim(Repr::Expr(l)),
             None => Dim::from_iv(fallback),
         }
     }
@@ -361,7 +396,10 @@ impl Dim {
     fn iv(&self) -> Iv {
         match &self.0 {
             Repr::Expr(l) => l.interval(),
-            Repr::Unknown { lo, hi } => Iv { lo: Some(*lo as i128), hi: hi.map(|h| h as i128) },
+            Repr::Unknown { lo, hi } => Iv {
+                lo: Some(*lo as i128),
+                hi: hi.map(|h| h as i128),
+            },
         }
     }
 
@@ -395,7 +433,12 @@ impl Dim {
         }
     }
 
-    fn binop(&self, o: &Dim, f: impl Fn(&Lin, &Lin) -> Option<Lin>, iv: impl Fn(Iv, Iv) -> Iv) -> Dim {
+    fn binop(
+        &self,
+        o: &Dim,
+        f: impl Fn(&Lin, &Lin) -> Option<Lin>,
+        iv: impl Fn(Iv, Iv) -> Iv,
+    ) -> Dim {
         let fallback = iv(self.iv(), o.iv());
         match (&self.0, &o.0) {
             (Repr::Expr(a), Repr::Expr(b)) => Dim::from_lin(f(a, b), fallback),
@@ -409,7 +452,11 @@ impl Dim {
     }
     /// `self - o`.
     pub fn sub(&self, o: &Dim) -> Dim {
-        self.binop(o, |a, b| a.add(&b.scale(-1)?), |a, b| iv_add(a, iv_scale(b, -1)))
+        self.binop(
+            o,
+            |a, b| a.add(&b.scale(-1)?),
+            |a, b| iv_add(a, iv_scale(b, -1)),
+        )
     }
     /// `self + c`.
     pub fn add_const(&self, c: i64) -> Dim {
@@ -448,7 +495,10 @@ impl Dim {
         let d = d as i128;
         let iv = self.iv();
         let fallback = if d >= 1 {
-            Iv { lo: iv.lo.map(|v| v.div_euclid(d)), hi: iv.hi.map(|v| v.div_euclid(d)) }
+            Iv {
+                lo: iv.lo.map(|v| v.div_euclid(d)),
+                hi: iv.hi.map(|v| v.div_euclid(d)),
+            }
         } else {
             Iv { lo: None, hi: None }
         };

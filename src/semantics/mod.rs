@@ -34,7 +34,11 @@ pub enum SliceError {
     SeveralEllipses,
     /// Two parameter lists that must have equal lengths do not.
     #[error("{what}: lengths {a} and {b} differ")]
-    LengthMismatch { what: &'static str, a: usize, b: usize },
+    LengthMismatch {
+        what: &'static str,
+        a: usize,
+        b: usize,
+    },
     /// OpenVINO StridedSlice: non-empty masks of unequal lengths (the runtime refuses them).
     #[error("OpenVINO StridedSlice masks have unequal lengths {0:?}")]
     UnequalMaskLengths(Vec<usize>),

@@ -55,15 +55,18 @@ pub struct SlicePlan {
 impl SlicePlan {
     /// Rank of the output.
     pub fn output_rank(&self) -> usize {
-        self.axes.iter().filter(|a| !matches!(a, AxisPlan::Shrink { .. })).count()
+        self.axes
+            .iter()
+            .filter(|a| !matches!(a, AxisPlan::Shrink { .. }))
+            .count()
     }
 
     /// True when every begin, end, step and shrink index is constant.
     pub fn is_constant(&self) -> bool {
         self.axes.iter().all(|a| match a {
-            AxisPlan::Range { begin, end, step, .. } => {
-                *begin != Bound::Dynamic && *end != Bound::Dynamic && step.is_some()
-            }
+            AxisPlan::Range {
+                begin, end, step, ..
+            } => *begin != Bound::Dynamic && *end != Bound::Dynamic && step.is_some(),
             AxisPlan::NewAxis => true,
             AxisPlan::Shrink { index, .. } => index.is_some(),
         })
@@ -95,7 +98,9 @@ impl fmt::Display for SlicePlan {
                 AxisPlan::NewAxis => write!(f, "None")?,
                 AxisPlan::Shrink { index: Some(i), .. } => write!(f, "{i}")?,
                 AxisPlan::Shrink { index: None, .. } => write!(f, "?")?,
-                AxisPlan::Range { begin, end, step, .. } => {
+                AxisPlan::Range {
+                    begin, end, step, ..
+                } => {
                     fmt_bound(*begin, f)?;
                     write!(f, ":")?;
                     fmt_bound(*end, f)?;

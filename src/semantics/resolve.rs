@@ -51,7 +51,7 @@ pub enum ResolvedAxis {
 
 impl ResolvedAxis {
     /// The output dim of this entry (`None` for a shrink).
-    pub fn len(&self) -> Option<u64> {
+    pub fn output_dim(&self) -> Option<u64> {
         match self {
             ResolvedAxis::Range { len, .. } => Some(*len),
             ResolvedAxis::NewAxis => Some(1),
@@ -61,7 +61,13 @@ impl ResolvedAxis {
 }
 
 /// `(start, len)` of a range on a concrete axis of size `d`.
-fn range_concrete(d: i128, begin: Bound, end: Bound, step: i64, clamp: Clamp) -> Result<(i128, i128), SliceError> {
+fn range_concrete(
+    d: i128,
+    begin: Bound,
+    end: Bound,
+    step: i64,
+    clamp: Clamp,
+) -> Result<(i128, i128), SliceError> {
     let idx = |b: Bound| match b {
         Bound::Index(v) => Ok(Some(v as i128)),
         Bound::Edge => Ok(None),
@@ -72,7 +78,11 @@ fn range_concrete(d: i128, begin: Bound, end: Bound, step: i64, clamp: Clamp) ->
     if s > 0 {
         let start = b.map_or(0, |v| norm(v).clamp(0, d));
         let stop = e.map_or(d, |v| norm(v).clamp(0, d));
-        let len = if stop > start { (stop - start + s - 1) / s } else { 0 };
+        let len = if stop > start {
+            (stop - start + s - 1) / s
+        } else {
+            0
+        };
         Ok((start, len))
     } else {
         let m = -s;
@@ -84,35 +94,56 @@ fn range_concrete(d: i128, begin: Bound, end: Bound, step: i64, clamp: Clamp) ->
             },
         };
         let stop = e.map_or(-1, |v| norm(v).clamp(-1, d - 1).max(-1));
-        let len = if start > stop { (start - stop + m - 1) / m } else { 0 };
+        let len = if start > stop {
+            (start - stop + m - 1) / m
+        } else {
+            0
+        };
         Ok((start, len))
     }
 }
 
 fn check_rank(plan: &SlicePlan, n: usize) -> Result<(), SliceError> {
     if plan.input_rank != n {
-        return Err(SliceError::RankMismatch { plan: plan.input_rank, dims: n });
+        return Err(SliceError::RankMismatch {
+            plan: plan.input_rank,
+            dims: n,
+        });
     }
     let mut next = 0usize;
     for a in &plan.axes {
         if let AxisPlan::Range { axis, .. } | AxisPlan::Shrink { axis, .. } = a {
             if *axis != next {
-                return Err(SliceError::TooManyAxes { used: axis.saturating_add(1), rank: n });
+                return Err(SliceError::TooManyAxes {
+                    used: axis.saturating_add(1),
+                    rank: n,
+                });
             }
             next += 1;
         }
     }
     if next != n {
-        return Err(SliceError::RankMismatch { plan: next, dims: n });
+        return Err(SliceError::RankMismatch {
+            plan: next,
+            dims: n,
+        });
     }
     Ok(())
 }
 
 fn shrink_index(axis: usize, index: Option<i64>, d: u64) -> Result<u64, SliceError> {
     let index = index.ok_or(SliceError::NotConstant)?;
-    let v = if index < 0 { index as i128 + d as i128 } else { index as i128 };
+    let v = if index < 0 {
+        index as i128 + d as i128
+    } else {
+        index as i128
+    };
     if v < 0 || v >= d as i128 {
-        return Err(SliceError::ShrinkOutOfRange { axis, index, dim: d });
+        return Err(SliceError::ShrinkOutOfRange {
+            axis,
+            index,
+            dim: d,
+        });
     }
     Ok(v as u64)
 }
@@ -121,7 +152,11 @@ fn shrink_index(axis: usize, index: Option<i64>, d: u64) -> Result<u64, SliceErr
 ///
 /// Errors: rank mismatch, a dim above `i64::MAX`, a non-constant plan, a shrink index out of
 /// range.
-pub fn resolve_concrete(plan: &SlicePlan, dims: &[u64], clamp: Clamp) -> Result<Vec<ResolvedAxis>, SliceError> {
+pub fn resolve_concrete(
+    plan: &SlicePlan,
+    dims: &[u64],
+    clamp: Clamp,
+) -> Result<Vec<ResolvedAxis>, SliceError> {
     check_rank(plan, dims.len())?;
     if let Some(&d) = dims.iter().find(|&&d| d > i64::MAX as u64) {
         return Err(SliceError::DimTooLarge(d));
@@ -130,15 +165,26 @@ pub fn resolve_concrete(plan: &SlicePlan, dims: &[u64], clamp: Clamp) -> Result<
         .iter()
         .map(|a| match *a {
             AxisPlan::NewAxis => Ok(ResolvedAxis::NewAxis),
-            AxisPlan::Shrink { axis, index } => {
-                Ok(ResolvedAxis::Shrink { axis, index: shrink_index(axis, index, dims[axis])? })
-            }
-            AxisPlan::Range { axis, begin, end, step } => {
+            AxisPlan::Shrink { axis, index } => Ok(ResolvedAxis::Shrink {
+                axis,
+                index: shrink_index(axis, index, dims[axis])?,
+            }),
+            AxisPlan::Range {
+                axis,
+                begin,
+                end,
+                step,
+            } => {
                 let step = step.ok_or(SliceError::NotConstant)?;
                 let (start, len) = range_concrete(dims[axis] as i128, begin, end, step, clamp)?;
                 // Both fit: 0 <= start < d <= i64::MAX when len > 0, and len <= d.
                 let start = if len > 0 { start as i64 } else { 0 };
-                Ok(ResolvedAxis::Range { axis, start, step, len: len as u64 })
+                Ok(ResolvedAxis::Range {
+                    axis,
+                    start,
+                    step,
+                    len: len as u64,
+                })
             }
         })
         .collect()
@@ -146,7 +192,10 @@ pub fn resolve_concrete(plan: &SlicePlan, dims: &[u64], clamp: Clamp) -> Result<
 
 /// The output shape of a constant plan on concrete dims.
 pub fn output_shape(plan: &SlicePlan, dims: &[u64], clamp: Clamp) -> Result<Vec<u64>, SliceError> {
-    Ok(resolve_concrete(plan, dims, clamp)?.iter().filter_map(ResolvedAxis::len).collect())
+    Ok(resolve_concrete(plan, dims, clamp)?
+        .iter()
+        .filter_map(ResolvedAxis::output_dim)
+        .collect())
 }
 
 /// Output dim of a range on `d` (symbolic or known): the tightest the inputs allow.
@@ -204,7 +253,12 @@ pub fn resolve_dims(plan: &SlicePlan, dims: &[Dim], clamp: Clamp) -> Result<Vec<
                     shrink_index(axis, index, d)?;
                 }
             }
-            AxisPlan::Range { axis, begin, end, step } => out.push(range_dim(&dims[axis], begin, end, step, clamp)),
+            AxisPlan::Range {
+                axis,
+                begin,
+                end,
+                step,
+            } => out.push(range_dim(&dims[axis], begin, end, step, clamp)),
         }
     }
     Ok(out)

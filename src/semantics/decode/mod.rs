@@ -29,21 +29,41 @@ pub(crate) fn axes_slice(
 ) -> Result<SlicePlan, SliceError> {
     let n = starts.len();
     if ends.len() != n {
-        return Err(SliceError::LengthMismatch { what: "starts/ends", a: n, b: ends.len() });
+        return Err(SliceError::LengthMismatch {
+            what: "starts/ends",
+            a: n,
+            b: ends.len(),
+        });
     }
     if let Some(a) = axes {
         if a.len() != n {
-            return Err(SliceError::LengthMismatch { what: "starts/axes", a: n, b: a.len() });
+            return Err(SliceError::LengthMismatch {
+                what: "starts/axes",
+                a: n,
+                b: a.len(),
+            });
         }
     }
     if let Some(s) = steps {
         if s.len() != n {
-            return Err(SliceError::LengthMismatch { what: "starts/steps", a: n, b: s.len() });
+            return Err(SliceError::LengthMismatch {
+                what: "starts/steps",
+                a: n,
+                b: s.len(),
+            });
         }
     }
-    let rank_i = i64::try_from(input_rank).map_err(|_| SliceError::TooManyAxes { used: n, rank: input_rank })?;
+    let rank_i = i64::try_from(input_rank).map_err(|_| SliceError::TooManyAxes {
+        used: n,
+        rank: input_rank,
+    })?;
     let mut axes_plan: Vec<AxisPlan> = (0..input_rank)
-        .map(|axis| AxisPlan::Range { axis, begin: Bound::Edge, end: Bound::Edge, step: Some(1) })
+        .map(|axis| AxisPlan::Range {
+            axis,
+            begin: Bound::Edge,
+            end: Bound::Edge,
+            step: Some(1),
+        })
         .collect();
     let mut seen = vec![false; input_rank];
     for i in 0..n {
@@ -51,10 +71,19 @@ pub(crate) fn axes_slice(
             Some(a) => a[i],
             None => i64::try_from(i).unwrap_or(i64::MAX),
         };
-        let norm = if raw < 0 { raw.checked_add(rank_i) } else { Some(raw) };
+        let norm = if raw < 0 {
+            raw.checked_add(rank_i)
+        } else {
+            Some(raw)
+        };
         let axis = match norm.and_then(|v| usize::try_from(v).ok()) {
             Some(v) if v < input_rank => v,
-            _ => return Err(SliceError::AxisOutOfRange { axis: raw, rank: input_rank }),
+            _ => {
+                return Err(SliceError::AxisOutOfRange {
+                    axis: raw,
+                    rank: input_rank,
+                })
+            }
         };
         if seen[axis] {
             return Err(SliceError::RepeatedAxis { axis });
@@ -68,7 +97,15 @@ pub(crate) fn axes_slice(
             return Err(SliceError::ZeroStep { index: i });
         }
         let b = |v: Option<i64>| v.map_or(Bound::Dynamic, Bound::Index);
-        axes_plan[axis] = AxisPlan::Range { axis, begin: b(starts[i]), end: b(ends[i]), step };
+        axes_plan[axis] = AxisPlan::Range {
+            axis,
+            begin: b(starts[i]),
+            end: b(ends[i]),
+            step,
+        };
     }
-    Ok(SlicePlan { input_rank, axes: axes_plan })
+    Ok(SlicePlan {
+        input_rank,
+        axes: axes_plan,
+    })
 }

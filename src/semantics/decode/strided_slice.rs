@@ -110,12 +110,23 @@ impl StridedSliceSpec {
     /// Constant values with TensorFlow integer masks. Every mask list gets the same length:
     /// `len(begin)`, or more if a mask has higher bits set (TensorFlow still counts those
     /// ellipsis bits when refusing several ellipses).
-    pub fn from_tf_bits(begin: &[i64], end: &[i64], strides: Option<&[i64]>, masks: TfMasks) -> Self {
-        let high = [masks.begin, masks.end, masks.ellipsis, masks.new_axis, masks.shrink]
-            .iter()
-            .map(|m| 64 - m.leading_zeros() as usize)
-            .max()
-            .unwrap_or(0);
+    pub fn from_tf_bits(
+        begin: &[i64],
+        end: &[i64],
+        strides: Option<&[i64]>,
+        masks: TfMasks,
+    ) -> Self {
+        let high = [
+            masks.begin,
+            masks.end,
+            masks.ellipsis,
+            masks.new_axis,
+            masks.shrink,
+        ]
+        .iter()
+        .map(|m| 64 - m.leading_zeros() as usize)
+        .max()
+        .unwrap_or(0);
         let len = begin.len().max(high);
         StridedSliceSpec {
             begin_mask: bits(masks.begin, len),
@@ -128,7 +139,12 @@ impl StridedSliceSpec {
     }
 
     /// Constant values with OpenVINO mask lists (kept at their own lengths).
-    pub fn from_ov_lists(begin: &[i64], end: &[i64], strides: Option<&[i64]>, masks: OvMasks<'_>) -> Self {
+    pub fn from_ov_lists(
+        begin: &[i64],
+        end: &[i64],
+        strides: Option<&[i64]>,
+        masks: OvMasks<'_>,
+    ) -> Self {
         StridedSliceSpec {
             begin_mask: list(masks.begin),
             end_mask: list(masks.end),
@@ -156,14 +172,26 @@ fn get(mask: &[bool], i: usize) -> bool {
 /// Errors: begin/end/strides length mismatch, several ellipses, zero stride, (TF) shrink with a
 /// negative stride, (OV) a mask neither empty nor as long as `begin_mask`, more input axes addressed than the
 /// input has. Shrink indices are checked later, against dims, by `resolve`.
-pub fn strided_slice(spec: &StridedSliceSpec, flavour: Flavour, input_rank: usize) -> Result<SlicePlan, SliceError> {
+pub fn strided_slice(
+    spec: &StridedSliceSpec,
+    flavour: Flavour,
+    input_rank: usize,
+) -> Result<SlicePlan, SliceError> {
     let m = spec.begin.len();
     if spec.end.len() != m {
-        return Err(SliceError::LengthMismatch { what: "begin/end", a: m, b: spec.end.len() });
+        return Err(SliceError::LengthMismatch {
+            what: "begin/end",
+            a: m,
+            b: spec.end.len(),
+        });
     }
     if let Some(s) = &spec.strides {
         if s.len() != m {
-            return Err(SliceError::LengthMismatch { what: "begin/strides", a: m, b: s.len() });
+            return Err(SliceError::LengthMismatch {
+                what: "begin/strides",
+                a: m,
+                b: s.len(),
+            });
         }
     }
     let masks = [
@@ -198,7 +226,12 @@ pub fn strided_slice(spec: &StridedSliceSpec, flavour: Flavour, input_rank: usiz
             if flavour == Flavour::Tf {
                 match stride {
                     Some(0) => return Err(SliceError::ZeroStep { index: i }),
-                    Some(s) if s < 0 => return Err(SliceError::ShrinkStride { index: i, stride: s }),
+                    Some(s) if s < 0 => {
+                        return Err(SliceError::ShrinkStride {
+                            index: i,
+                            stride: s,
+                        })
+                    }
                     _ => {}
                 }
             }
@@ -225,9 +258,15 @@ pub fn strided_slice(spec: &StridedSliceSpec, flavour: Flavour, input_rank: usiz
     if !entries.iter().any(|e| matches!(e, Entry::Ellipsis)) {
         entries.push(Entry::Ellipsis);
     }
-    let used = entries.iter().filter(|e| matches!(e, Entry::Shrink(_) | Entry::Range(..))).count();
+    let used = entries
+        .iter()
+        .filter(|e| matches!(e, Entry::Shrink(_) | Entry::Range(..)))
+        .count();
     if used > input_rank {
-        return Err(SliceError::TooManyAxes { used, rank: input_rank });
+        return Err(SliceError::TooManyAxes {
+            used,
+            rank: input_rank,
+        });
     }
     let mut axes = Vec::with_capacity(entries.len() + input_rank);
     let mut axis = 0usize;
@@ -235,7 +274,12 @@ pub fn strided_slice(spec: &StridedSliceSpec, flavour: Flavour, input_rank: usiz
         match e {
             Entry::Ellipsis => {
                 for _ in 0..input_rank - used {
-                    axes.push(AxisPlan::Range { axis, begin: Bound::Edge, end: Bound::Edge, step: Some(1) });
+                    axes.push(AxisPlan::Range {
+                        axis,
+                        begin: Bound::Edge,
+                        end: Bound::Edge,
+                        step: Some(1),
+                    });
                     axis += 1;
                 }
             }
@@ -245,7 +289,12 @@ pub fn strided_slice(spec: &StridedSliceSpec, flavour: Flavour, input_rank: usiz
                 axis += 1;
             }
             Entry::Range(begin, end, step) => {
-                axes.push(AxisPlan::Range { axis, begin, end, step });
+                axes.push(AxisPlan::Range {
+                    axis,
+                    begin,
+                    end,
+                    step,
+                });
                 axis += 1;
             }
         }
