@@ -1,0 +1,111 @@
+//! Decoders: every slice op's parameters → one [`SlicePlan`].
+//!
+//! Values (`begin`, `starts`, ...) are `Option<i64>` per element: `None` means "not a constant"
+//! so a plan (and the output rank) exists even when only the masks are constant.
+
+mod onnx_slice;
+mod ov_slice8;
+mod strided_slice;
+
+pub use onnx_slice::onnx_slice;
+pub use ov_slice8::ov_slice8;
+pub use strided_slice::{strided_slice, Flavour, OvMasks, StridedSliceSpec, TfMasks};
+
+use super::plan::{AxisPlan, Bound, SlicePlan};
+use super::SliceError;
+
+/// Lift constant values into the `Option<i64>` form the decoders take.
+pub fn constant(values: &[i64]) -> Vec<Option<i64>> {
+    values.iter().map(|&v| Some(v)).collect()
+}
+
+/// Shared by ONNX Slice and OpenVINO Slice-8: per-axis `starts/ends/steps` on listed `axes`.
+pub(crate) fn axes_slice(
+    starts: &[Option<i64>],
+    ends: &[Option<i64>],
+    axes: Option<&[i64]>,
+    steps: Option<&[Option<i64>]>,
+    input_rank: usize,
+) -> Result<SlicePlan, SliceError> {
+    let n = starts.len();
+    if ends.len() != n {
+        return Err(SliceError::LengthMismatch {
+            what: "starts/ends",
+            a: n,
+            b: ends.len(),
+        });
+    }
+    if let Some(a) = axes {
+        if a.len() != n {
+            return Err(SliceError::LengthMismatch {
+                what: "starts/axes",
+                a: n,
+                b: a.len(),
+            });
+        }
+    }
+    if let Some(s) = steps {
+        if s.len() != n {
+            return Err(SliceError::LengthMismatch {
+                what: "starts/steps",
+                a: n,
+                b: s.len(),
+            });
+        }
+    }
+    let rank_i = i64::try_from(input_rank).map_err(|_| SliceError::TooManyAxes {
+        used: n,
+        rank: input_rank,
+    })?;
+    let mut axes_plan: Vec<AxisPlan> = (0..input_rank)
+        .map(|axis| AxisPlan::Range {
+            axis,
+            begin: Bound::Edge,
+            end: Bound::Edge,
+            step: Some(1),
+        })
+        .collect();
+    let mut seen = vec![false; input_rank];
+    for i in 0..n {
+        let raw = match axes {
+            Some(a) => a[i],
+            None => i64::try_from(i).unwrap_or(i64::MAX),
+        };
+        let norm = if raw < 0 {
+            raw.checked_add(rank_i)
+        } else {
+            Some(raw)
+        };
+        let axis = match norm.and_then(|v| usize::try_from(v).ok()) {
+            Some(v) if v < input_rank => v,
+            _ => {
+                return Err(SliceError::AxisOutOfRange {
+                    axis: raw,
+                    rank: input_rank,
+                })
+            }
+        };
+        if seen[axis] {
+            return Err(SliceError::RepeatedAxis { axis });
+        }
+        seen[axis] = true;
+        let step = match steps {
+            Some(s) => s[i],
+            None => Some(1),
+        };
+        if step == Some(0) {
+            return Err(SliceError::ZeroStep { index: i });
+        }
+        let b = |v: Option<i64>| v.map_or(Bound::Dynamic, Bound::Index);
+        axes_plan[axis] = AxisPlan::Range {
+            axis,
+            begin: b(starts[i]),
+            end: b(ends[i]),
+            step,
+        };
+    }
+    Ok(SlicePlan {
+        input_rank,
+        axes: axes_plan,
+    })
+}

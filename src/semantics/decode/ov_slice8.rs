@@ -1,0 +1,18 @@
+//! OpenVINO `Slice-8`: inputs `start`, `stop`, `step` (required) and optional `axes`
+//! (negative allowed, unique). Clamping is [`crate::semantics::Clamp::Ov`].
+
+use super::super::plan::SlicePlan;
+use super::super::SliceError;
+
+/// Decode OpenVINO Slice-8. `steps = None` means all ones (as the conformance data's callers use
+/// it; the op itself requires the input). Errors: zero step, length mismatch, axis out of range,
+/// repeated axis.
+pub fn ov_slice8(
+    starts: &[Option<i64>],
+    stops: &[Option<i64>],
+    steps: Option<&[Option<i64>]>,
+    axes: Option<&[i64]>,
+    input_rank: usize,
+) -> Result<SlicePlan, SliceError> {
+    super::axes_slice(starts, stops, axes, steps, input_rank)
+}

@@ -1,0 +1,303 @@
+//! `StridedSlice` in its two flavours: TensorFlow (integer bit masks) and OpenVINO
+//! StridedSlice-1 (0/1 mask lists of any length, padded with zeros or truncated).
+//!
+//! Common rules (both runtimes agree): at one position, ellipsis beats new-axis beats shrink
+//! beats range; a missing ellipsis is implied at the end; the ellipsis covers the input axes the
+//! other entries do not consume; a shrink takes `begin` as is (begin/end masks and `end` are
+//! ignored). Differences:
+//! - TensorFlow: a zero stride is an error on shrink entries too, and a shrink entry with a
+//!   negative stride is an error ("only stride 1 allowed on non-range indexing").
+//! - OpenVINO: the stride of a shrink entry is ignored; a mask that is neither empty nor as long
+//!   as `begin_mask` is an error ("All masks of StridedSlice must have the same size"), though its
+//!   spec allows masks of any length.
+//! - Resolution: reverse ranges clamp a begin below `-dim` differently ([`Clamp`]).
+//!
+//! [`Clamp`]: crate::semantics::Clamp
+
+use super::super::plan::{AxisPlan, Bound, SlicePlan};
+use super::super::SliceError;
+
+/// Which runtime's StridedSlice the parameters come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Flavour {
+    /// TensorFlow / TFLite `StridedSlice` (integer masks).
+    Tf,
+    /// OpenVINO `StridedSlice-1` (mask lists).
+    Ov,
+}
+
+impl Flavour {
+    /// The clamping rule that goes with this flavour.
+    pub fn clamp(self) -> crate::semantics::Clamp {
+        match self {
+            Flavour::Tf => crate::semantics::Clamp::Tf,
+            Flavour::Ov => crate::semantics::Clamp::Ov,
+        }
+    }
+}
+
+/// TensorFlow's five integer bit masks (bit i = entry i).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TfMasks {
+    /// begin_mask
+    pub begin: i64,
+    /// end_mask
+    pub end: i64,
+    /// ellipsis_mask
+    pub ellipsis: i64,
+    /// new_axis_mask
+    pub new_axis: i64,
+    /// shrink_axis_mask
+    pub shrink: i64,
+}
+
+/// OpenVINO's five mask lists (non-zero = set), as written in the IR.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct OvMasks<'a> {
+    /// begin_mask
+    pub begin: &'a [i64],
+    /// end_mask
+    pub end: &'a [i64],
+    /// ellipsis_mask
+    pub ellipsis: &'a [i64],
+    /// new_axis_mask
+    pub new_axis: &'a [i64],
+    /// shrink_axis_mask
+    pub shrink: &'a [i64],
+}
+
+/// The parameters of a StridedSlice, flavour-neutral. Masks may be shorter or longer than
+/// `begin` (missing entries are 0).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StridedSliceSpec {
+    /// Begin per entry; `None` = not constant.
+    pub begin: Vec<Option<i64>>,
+    /// End per entry; `None` = not constant.
+    pub end: Vec<Option<i64>>,
+    /// Strides per entry (`None` list = all ones; `None` element = not constant).
+    pub strides: Option<Vec<Option<i64>>>,
+    /// begin_mask
+    pub begin_mask: Vec<bool>,
+    /// end_mask
+    pub end_mask: Vec<bool>,
+    /// ellipsis_mask
+    pub ellipsis_mask: Vec<bool>,
+    /// new_axis_mask
+    pub new_axis_mask: Vec<bool>,
+    /// shrink_axis_mask
+    pub shrink_axis_mask: Vec<bool>,
+}
+
+fn bits(m: i64, len: usize) -> Vec<bool> {
+    (0..len).map(|i| i < 64 && (m >> i) & 1 == 1).collect()
+}
+
+fn list(m: &[i64]) -> Vec<bool> {
+    m.iter().map(|&v| v != 0).collect()
+}
+
+impl StridedSliceSpec {
+    /// Constant begin/end/strides, no masks.
+    pub fn new(begin: &[i64], end: &[i64], strides: Option<&[i64]>) -> Self {
+        StridedSliceSpec {
+            begin: super::constant(begin),
+            end: super::constant(end),
+            strides: strides.map(super::constant),
+            ..Default::default()
+        }
+    }
+
+    /// Constant values with TensorFlow integer masks. Every mask list gets the same length:
+    /// `len(begin)`, or more if a mask has higher bits set (TensorFlow still counts those
+    /// ellipsis bits when refusing several ellipses).
+    pub fn from_tf_bits(
+        begin: &[i64],
+        end: &[i64],
+        strides: Option<&[i64]>,
+        masks: TfMasks,
+    ) -> Self {
+        let high = [
+            masks.begin,
+            masks.end,
+            masks.ellipsis,
+            masks.new_axis,
+            masks.shrink,
+        ]
+        .iter()
+        .map(|m| 64 - m.leading_zeros() as usize)
+        .max()
+        .unwrap_or(0);
+        let len = begin.len().max(high);
+        StridedSliceSpec {
+            begin_mask: bits(masks.begin, len),
+            end_mask: bits(masks.end, len),
+            ellipsis_mask: bits(masks.ellipsis, len),
+            new_axis_mask: bits(masks.new_axis, len),
+            shrink_axis_mask: bits(masks.shrink, len),
+            ..StridedSliceSpec::new(begin, end, strides)
+        }
+    }
+
+    /// Constant values with OpenVINO mask lists (kept at their own lengths).
+    pub fn from_ov_lists(
+        begin: &[i64],
+        end: &[i64],
+        strides: Option<&[i64]>,
+        masks: OvMasks<'_>,
+    ) -> Self {
+        StridedSliceSpec {
+            begin_mask: list(masks.begin),
+            end_mask: list(masks.end),
+            ellipsis_mask: list(masks.ellipsis),
+            new_axis_mask: list(masks.new_axis),
+            shrink_axis_mask: list(masks.shrink),
+            ..StridedSliceSpec::new(begin, end, strides)
+        }
+    }
+}
+
+enum Entry {
+    Ellipsis,
+    New,
+    Shrink(Option<i64>),
+    Range(Bound, Bound, Option<i64>),
+}
+
+fn get(mask: &[bool], i: usize) -> bool {
+    mask.get(i).copied().unwrap_or(false)
+}
+
+/// Decode a StridedSlice of the given flavour for an input of rank `input_rank`.
+///
+/// Errors: begin/end/strides length mismatch, several ellipses, zero stride, (TF) shrink with a
+/// negative stride, (OV) a mask neither empty nor as long as `begin_mask`, more input axes addressed than the
+/// input has. Shrink indices are checked later, against dims, by `resolve`.
+pub fn strided_slice(
+    spec: &StridedSliceSpec,
+    flavour: Flavour,
+    input_rank: usize,
+) -> Result<SlicePlan, SliceError> {
+    let m = spec.begin.len();
+    if spec.end.len() != m {
+        return Err(SliceError::LengthMismatch {
+            what: "begin/end",
+            a: m,
+            b: spec.end.len(),
+        });
+    }
+    if let Some(s) = &spec.strides {
+        if s.len() != m {
+            return Err(SliceError::LengthMismatch {
+                what: "begin/strides",
+                a: m,
+                b: s.len(),
+            });
+        }
+    }
+    let masks = [
+        &spec.begin_mask,
+        &spec.end_mask,
+        &spec.ellipsis_mask,
+        &spec.new_axis_mask,
+        &spec.shrink_axis_mask,
+    ];
+    if flavour == Flavour::Ov {
+        // OpenVINO's rule, exactly: each mask is empty or as long as begin_mask.
+        let lens: Vec<usize> = masks.iter().map(|v| v.len()).collect();
+        if lens.iter().any(|&l| l != 0 && l != lens[0]) {
+            return Err(SliceError::UnequalMaskLengths(lens));
+        }
+    }
+    if spec.ellipsis_mask.iter().filter(|&&b| b).count() > 1 {
+        return Err(SliceError::SeveralEllipses);
+    }
+
+    let mut entries = Vec::with_capacity(m + 1);
+    for i in 0..m {
+        let stride = match &spec.strides {
+            Some(s) => s[i],
+            None => Some(1),
+        };
+        let entry = if get(&spec.ellipsis_mask, i) {
+            Entry::Ellipsis
+        } else if get(&spec.new_axis_mask, i) {
+            Entry::New
+        } else if get(&spec.shrink_axis_mask, i) {
+            if flavour == Flavour::Tf {
+                match stride {
+                    Some(0) => return Err(SliceError::ZeroStep { index: i }),
+                    Some(s) if s < 0 => {
+                        return Err(SliceError::ShrinkStride {
+                            index: i,
+                            stride: s,
+                        })
+                    }
+                    _ => {}
+                }
+            }
+            Entry::Shrink(spec.begin[i])
+        } else {
+            if stride == Some(0) {
+                return Err(SliceError::ZeroStep { index: i });
+            }
+            let bound = |masked: bool, v: Option<i64>| {
+                if masked {
+                    Bound::Edge
+                } else {
+                    v.map_or(Bound::Dynamic, Bound::Index)
+                }
+            };
+            Entry::Range(
+                bound(get(&spec.begin_mask, i), spec.begin[i]),
+                bound(get(&spec.end_mask, i), spec.end[i]),
+                stride,
+            )
+        };
+        entries.push(entry);
+    }
+    if !entries.iter().any(|e| matches!(e, Entry::Ellipsis)) {
+        entries.push(Entry::Ellipsis);
+    }
+    let used = entries
+        .iter()
+        .filter(|e| matches!(e, Entry::Shrink(_) | Entry::Range(..)))
+        .count();
+    if used > input_rank {
+        return Err(SliceError::TooManyAxes {
+            used,
+            rank: input_rank,
+        });
+    }
+    let mut axes = Vec::with_capacity(entries.len() + input_rank);
+    let mut axis = 0usize;
+    for e in entries {
+        match e {
+            Entry::Ellipsis => {
+                for _ in 0..input_rank - used {
+                    axes.push(AxisPlan::Range {
+                        axis,
+                        begin: Bound::Edge,
+                        end: Bound::Edge,
+                        step: Some(1),
+                    });
+                    axis += 1;
+                }
+            }
+            Entry::New => axes.push(AxisPlan::NewAxis),
+            Entry::Shrink(index) => {
+                axes.push(AxisPlan::Shrink { axis, index });
+                axis += 1;
+            }
+            Entry::Range(begin, end, step) => {
+                axes.push(AxisPlan::Range {
+                    axis,
+                    begin,
+                    end,
+                    step,
+                });
+                axis += 1;
+            }
+        }
+    }
+    Ok(SlicePlan { input_rank, axes })
+}
