@@ -1,3 +1,4 @@
-//! Passes over the IR, one file each.
+//! Passes over the IR, one file each, plus the one place that decodes slice nodes.
 
 pub mod infer;
+pub mod slice_node;

@@ -1,0 +1,300 @@
+//! Recognising slice nodes in the IR and decoding them into a [`SlicePlan`].
+//!
+//! This is the only place that looks at op types, opset versions, attribute spellings and input
+//! positions; every pass after it reads the plan.
+
+use petgraph::stable_graph::NodeIndex;
+
+use crate::formats::Format;
+use crate::ir::{DeclaredDim, Graph, OutletId};
+use crate::semantics::decode::{OvMasks, TfMasks};
+use crate::semantics::{self, Clamp, Dim, Flavour, SliceError, SlicePlan, StridedSliceSpec};
+
+/// Which slice op a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SliceOp {
+    /// ONNX `Slice` of the given opset (1..=9 attribute form, 10+ inputs).
+    OnnxSlice { opset: u32 },
+    /// OpenVINO `Slice-8`.
+    OvSlice8,
+    /// OpenVINO `StridedSlice-1`.
+    OvStridedSlice,
+    /// A TensorFlow-style `StridedSlice` (integer mask attributes), e.g. an ONNX custom-domain node.
+    TfStridedSlice,
+}
+
+impl SliceOp {
+    /// The clamping rule of the op.
+    pub fn clamp(self) -> Clamp {
+        match self {
+            SliceOp::TfStridedSlice => Flavour::Tf.clamp(),
+            SliceOp::OvStridedSlice => Flavour::Ov.clamp(),
+            SliceOp::OnnxSlice { .. } | SliceOp::OvSlice8 => Clamp::Ov,
+        }
+    }
+}
+
+/// What kind of slice `node` is, if it is one.
+pub fn classify(
+    graph: &Graph,
+    node: NodeIndex,
+    format: Format,
+    onnx_opset: i64,
+) -> Option<SliceOp> {
+    let n = graph.node(node);
+    if n.kind != crate::ir::NodeKind::Op {
+        return None;
+    }
+    match (format, n.op_type.as_str()) {
+        (Format::Onnx, "Slice") if n.domain.is_empty() || n.domain == "ai.onnx" => {
+            Some(SliceOp::OnnxSlice {
+                opset: u32::try_from(onnx_opset.clamp(1, 1000)).unwrap_or(1),
+            })
+        }
+        (Format::Onnx, "StridedSlice") => Some(SliceOp::TfStridedSlice),
+        (Format::OpenVino, "Slice") => Some(SliceOp::OvSlice8),
+        (Format::OpenVino, "StridedSlice") => Some(SliceOp::OvStridedSlice),
+        _ => None,
+    }
+}
+
+/// A decoded slice node.
+#[derive(Debug, Clone)]
+pub struct SliceNode {
+    pub op: SliceOp,
+    /// What feeds the data input.
+    pub data: OutletId,
+    pub plan: SlicePlan,
+}
+
+/// Why a slice node could not be decoded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DecodeError {
+    /// The parameters are invalid (a typed semantics error).
+    Invalid(SliceError),
+    /// The node is malformed (missing input, unreadable attribute...).
+    Malformed(String),
+    /// Not enough is known (rank of the data, length of a non-constant parameter).
+    Unknown(String),
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DecodeError::Invalid(e) => write!(f, "{e}"),
+            DecodeError::Malformed(m) | DecodeError::Unknown(m) => f.write_str(m),
+        }
+    }
+}
+
+/// The declared shape of the value at `outlet`.
+pub fn declared_shape(graph: &Graph, outlet: OutletId) -> Option<Vec<DeclaredDim>> {
+    if let Some(t) = graph.constant_at(outlet) {
+        return Some(t.shape.iter().map(|&d| DeclaredDim::Known(d)).collect());
+    }
+    graph.value(outlet)?.ty.shape.clone()
+}
+
+/// A parameter input as values (`None` elements = not constant). `Ok(None)` when the input is
+/// omitted.
+fn param(
+    graph: &Graph,
+    node: NodeIndex,
+    port: usize,
+    what: &str,
+) -> Result<Option<Vec<Option<i64>>>, DecodeError> {
+    let Some(src) = graph.input(node, port) else {
+        return Ok(None);
+    };
+    if let Some(t) = graph.constant_at(src) {
+        if !t.dtype.is_index_type() {
+            return Err(DecodeError::Malformed(format!(
+                "input {port} ({what}) has element type {:?}; an integer type is required",
+                t.dtype
+            )));
+        }
+        if t.shape.len() > 1 {
+            return Err(DecodeError::Malformed(format!(
+                "input {port} ({what}) must be 1-D, has shape {:?}",
+                t.shape
+            )));
+        }
+        let v = t.to_i64_vec().ok_or_else(|| {
+            DecodeError::Malformed(format!("input {port} ({what}): unreadable data"))
+        })?;
+        return Ok(Some(v.into_iter().map(Some).collect()));
+    }
+    match declared_shape(graph, src).as_deref() {
+        Some([DeclaredDim::Known(n)]) if *n <= 1 << 16 => Ok(Some(vec![None; *n as usize])),
+        _ => Err(DecodeError::Unknown(format!(
+            "input {port} ({what}) is neither constant nor of known length"
+        ))),
+    }
+}
+
+fn known_axes(v: Option<Vec<Option<i64>>>, what: &str) -> Result<Option<Vec<i64>>, DecodeError> {
+    match v {
+        None => Ok(None),
+        Some(v) => v
+            .into_iter()
+            .collect::<Option<Vec<i64>>>()
+            .map(Some)
+            .ok_or_else(|| DecodeError::Unknown(format!("{what} are not constant"))),
+    }
+}
+
+fn ints_attr(graph: &Graph, node: NodeIndex, name: &str) -> Result<Option<Vec<i64>>, DecodeError> {
+    match graph.node(node).attr_ints(name) {
+        None => Ok(None),
+        Some(Ok(v)) => Ok(Some(v)),
+        Some(Err(text)) => Err(DecodeError::Malformed(format!(
+            "attribute {name} is not a list of integers: {text}"
+        ))),
+    }
+}
+
+/// Decodes a slice node into its plan, given the rank of its data input.
+pub fn decode(graph: &Graph, node: NodeIndex, op: SliceOp) -> Result<SliceNode, DecodeError> {
+    let n = graph.node(node);
+    let data = graph
+        .input(node, 0)
+        .ok_or_else(|| DecodeError::Malformed("the data input (0) is missing".into()))?;
+    let rank = declared_shape(graph, data)
+        .map(|s| s.len())
+        .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))?;
+    let plan = match op {
+        SliceOp::OnnxSlice { opset } if opset < 10 => {
+            let starts = ints_attr(graph, node, "starts")?
+                .ok_or_else(|| DecodeError::Malformed("attribute starts is missing".into()))?;
+            let ends = ints_attr(graph, node, "ends")?
+                .ok_or_else(|| DecodeError::Malformed("attribute ends is missing".into()))?;
+            let axes = ints_attr(graph, node, "axes")?;
+            semantics::onnx_slice(
+                &semantics::decode::constant(&starts),
+                &semantics::decode::constant(&ends),
+                axes.as_deref(),
+                None,
+                rank,
+                opset,
+            )
+        }
+        SliceOp::OnnxSlice { opset } => {
+            let starts = param(graph, node, 1, "starts")?
+                .ok_or_else(|| DecodeError::Malformed("input 1 (starts) is missing".into()))?;
+            let ends = param(graph, node, 2, "ends")?
+                .ok_or_else(|| DecodeError::Malformed("input 2 (ends) is missing".into()))?;
+            let axes = known_axes(param(graph, node, 3, "axes")?, "axes")?;
+            let steps = param(graph, node, 4, "steps")?;
+            semantics::onnx_slice(
+                &starts,
+                &ends,
+                axes.as_deref(),
+                steps.as_deref(),
+                rank,
+                opset,
+            )
+        }
+        SliceOp::OvSlice8 => {
+            let start = param(graph, node, 1, "start")?
+                .ok_or_else(|| DecodeError::Malformed("input 1 (start) is missing".into()))?;
+            let stop = param(graph, node, 2, "stop")?
+                .ok_or_else(|| DecodeError::Malformed("input 2 (stop) is missing".into()))?;
+            let step = param(graph, node, 3, "step")?
+                .ok_or_else(|| DecodeError::Malformed("input 3 (step) is missing".into()))?;
+            let axes = known_axes(param(graph, node, 4, "axes")?, "axes")?;
+            semantics::ov_slice8(&start, &stop, Some(&step), axes.as_deref(), rank)
+        }
+        SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
+            let begin = param(graph, node, 1, "begin")?
+                .ok_or_else(|| DecodeError::Malformed("input 1 (begin) is missing".into()))?;
+            let end = param(graph, node, 2, "end")?
+                .ok_or_else(|| DecodeError::Malformed("input 2 (end) is missing".into()))?;
+            let strides = param(graph, node, 3, "strides")?;
+            let mut spec = StridedSliceSpec {
+                begin,
+                end,
+                strides,
+                ..Default::default()
+            };
+            if op == SliceOp::OvStridedSlice {
+                let get = |name: &str| ints_attr(graph, node, name).map(|v| v.unwrap_or_default());
+                let (b, e, el, na, sh) = (
+                    get("begin_mask")?,
+                    get("end_mask")?,
+                    get("ellipsis_mask")?,
+                    get("new_axis_mask")?,
+                    get("shrink_axis_mask")?,
+                );
+                let masks = OvMasks {
+                    begin: &b,
+                    end: &e,
+                    ellipsis: &el,
+                    new_axis: &na,
+                    shrink: &sh,
+                };
+                let from = StridedSliceSpec::from_ov_lists(&[], &[], None, masks);
+                spec.begin_mask = from.begin_mask;
+                spec.end_mask = from.end_mask;
+                spec.ellipsis_mask = from.ellipsis_mask;
+                spec.new_axis_mask = from.new_axis_mask;
+                spec.shrink_axis_mask = from.shrink_axis_mask;
+                semantics::strided_slice(&spec, Flavour::Ov, rank)
+            } else {
+                let get = |name: &str| n.attr_int(name).unwrap_or(0);
+                let masks = TfMasks {
+                    begin: get("begin_mask"),
+                    end: get("end_mask"),
+                    ellipsis: get("ellipsis_mask"),
+                    new_axis: get("new_axis_mask"),
+                    shrink: get("shrink_axis_mask"),
+                };
+                let len = spec.begin.len();
+                let from =
+                    StridedSliceSpec::from_tf_bits(&vec![0; len], &vec![0; len], None, masks);
+                spec.begin_mask = from.begin_mask;
+                spec.end_mask = from.end_mask;
+                spec.ellipsis_mask = from.ellipsis_mask;
+                spec.new_axis_mask = from.new_axis_mask;
+                spec.shrink_axis_mask = from.shrink_axis_mask;
+                semantics::strided_slice(&spec, Flavour::Tf, rank)
+            }
+        }
+    }
+    .map_err(DecodeError::Invalid)?;
+    Ok(SliceNode { op, data, plan })
+}
+
+/// A declared dim as a semantics [`Dim`].
+pub fn to_dim(d: &DeclaredDim) -> Dim {
+    match d {
+        DeclaredDim::Known(v) => i64::try_from(*v)
+            .map(Dim::known)
+            .unwrap_or_else(|_| Dim::unknown()),
+        DeclaredDim::Param(p) => Dim::symbol(p),
+        DeclaredDim::Interval(lo, hi) => Dim::unknown_bounded(
+            i64::try_from(*lo).unwrap_or(i64::MAX),
+            hi.and_then(|h| i64::try_from(h).ok()),
+        ),
+        DeclaredDim::Unknown => Dim::unknown(),
+    }
+}
+
+/// A semantics [`Dim`] as a declared dim: known values stay values; an expression over symbols
+/// becomes a named dim (ONNX `dim_param`) when `symbolic` is allowed, else its bounds.
+pub fn from_dim(d: &Dim, symbolic: bool) -> DeclaredDim {
+    if let Some(v) = d.as_known() {
+        if let Ok(v) = u64::try_from(v) {
+            return DeclaredDim::Known(v);
+        }
+    }
+    if symbolic && !d.is_unknown() {
+        return DeclaredDim::Param(d.to_string());
+    }
+    match d.bounds() {
+        (lo, hi) if lo.unwrap_or(0) > 0 || hi.is_some() => DeclaredDim::Interval(
+            lo.and_then(|l| u64::try_from(l).ok()).unwrap_or(0),
+            hi.and_then(|h| u64::try_from(h).ok()),
+        ),
+        _ => DeclaredDim::Unknown,
+    }
+}
