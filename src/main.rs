@@ -38,8 +38,12 @@ struct Cli {
     output: Option<PathBuf>,
 
     /// Comma-separated passes to run, or `none` for a pure round-trip.
-    #[arg(long, default_value = "infer")]
+    #[arg(long, default_value = "infer,fold,cleanup")]
     passes: String,
+
+    /// Largest constant `fold` may produce, in bytes (K, M, G suffixes allowed).
+    #[arg(long, default_value = "16M", value_parser = parse_size)]
+    fold_limit: u64,
 
     /// Write what every pass changed to this JSON file.
     #[arg(long, value_name = "FILE.json")]
@@ -79,7 +83,9 @@ fn run(cli: &Cli) -> Result<ExitCode, Error> {
     };
     let passes = PassKind::parse_list(&cli.passes)?;
     let mut model = Model::load(input)?;
-    let report = Pipeline::with_passes(passes).run(&mut model)?;
+    let report = Pipeline::with_passes(passes)
+        .fold_limit(cli.fold_limit)
+        .run(&mut model)?;
     model.save(output)?;
     if let Some(path) = &cli.report {
         let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Usage(e.to_string()))?;
@@ -95,4 +101,20 @@ fn run(cli: &Cli) -> Result<ExitCode, Error> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Parses `123`, `16K`, `16M`, `1G` (powers of 1024).
+fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let (num, mul) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim()
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or_else(|| format!("'{s}' is not a size (e.g. 4096, 16M, 1G)"))
 }

@@ -22,16 +22,22 @@ use crate::formats::Model;
 pub enum PassKind {
     /// Shape inference of every Slice/StridedSlice output.
     Infer,
+    /// Constant folding of slices and the shape arithmetic feeding them.
+    Fold,
+    /// Removal of nodes and constants nothing uses.
+    Cleanup,
 }
 
 impl PassKind {
     /// Every pass, by name.
-    pub const ALL: &'static [PassKind] = &[PassKind::Infer];
+    pub const ALL: &'static [PassKind] = &[PassKind::Infer, PassKind::Fold, PassKind::Cleanup];
 
     /// The pass's name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             PassKind::Infer => "infer",
+            PassKind::Fold => "fold",
+            PassKind::Cleanup => "cleanup",
         }
     }
 
@@ -89,9 +95,13 @@ pub struct Report {
 }
 
 /// An ordered list of passes; [`Pipeline::new`] is the default `infer,fold,cleanup`.
+///
+/// Build one explicitly with `Pipeline::empty().infer().fold().cleanup()`.
 #[derive(Debug, Clone)]
 pub struct Pipeline {
     pub passes: Vec<PassKind>,
+    /// Largest constant `fold` may produce, in bytes.
+    pub fold_limit: u64,
 }
 
 impl Default for Pipeline {
@@ -104,18 +114,40 @@ impl Pipeline {
     /// The default pipeline.
     pub fn new() -> Pipeline {
         Pipeline {
-            passes: vec![PassKind::Infer],
+            passes: vec![PassKind::Infer, PassKind::Fold, PassKind::Cleanup],
+            fold_limit: crate::passes::fold::DEFAULT_FOLD_LIMIT,
         }
     }
 
     /// A pipeline with no pass (a pure round-trip).
     pub fn empty() -> Pipeline {
-        Pipeline { passes: Vec::new() }
+        Pipeline::with_passes(Vec::new())
     }
 
     /// A pipeline from an explicit list.
     pub fn with_passes(passes: Vec<PassKind>) -> Pipeline {
-        Pipeline { passes }
+        Pipeline {
+            passes,
+            fold_limit: crate::passes::fold::DEFAULT_FOLD_LIMIT,
+        }
+    }
+
+    /// Sets the largest constant `fold` may produce.
+    pub fn fold_limit(mut self, bytes: u64) -> Pipeline {
+        self.fold_limit = bytes;
+        self
+    }
+
+    /// Appends constant folding.
+    pub fn fold(mut self) -> Pipeline {
+        self.passes.push(PassKind::Fold);
+        self
+    }
+
+    /// Appends cleanup.
+    pub fn cleanup(mut self) -> Pipeline {
+        self.passes.push(PassKind::Cleanup);
+        self
     }
 
     /// Appends shape inference.
@@ -137,6 +169,14 @@ impl Pipeline {
             };
             match pass {
                 PassKind::Infer => crate::passes::infer::run(model, &mut pr)?,
+                PassKind::Fold => {
+                    crate::passes::fold::run(model, self.fold_limit, &mut pr)?;
+                    // Folding can make slice parameters constant: infer again what it unlocked.
+                    if self.passes.contains(&PassKind::Infer) && !pr.changes.is_empty() {
+                        crate::passes::infer::run(model, &mut pr)?;
+                    }
+                }
+                PassKind::Cleanup => crate::passes::cleanup::run(model, &mut pr)?,
             }
             pr.seconds = start.elapsed().as_secs_f64();
             report.passes.push(pr);

@@ -59,6 +59,8 @@ Options
                      how many are identical / both errors (text differs) / both garbage / different;
                      the same for agree and expected_*. Writes nothing unless --out is also given.
   --verbose          with --check: print every differing case id
+  --no-sandbox       run the runtimes in this process instead of a child process (a runtime that
+                     crashes then ends the run; by default it becomes an error answer)
 
 When a runtime is not installed (e.g. no TensorFlow in CI), --from-cases keeps the input file's
 raw answer for it and says so on stderr; --random needs every runtime. Versions used for the
@@ -152,9 +154,8 @@ def probe_twice(run_one: Callable[[np.ndarray], Any], xs: list[np.ndarray]) -> l
 class Runtimes:
     """Lazily imports the runtimes; a missing one is reported once and skipped."""
 
-    def __init__(self) -> None:
-        self.available: dict[str, bool] = {}
-        self.versions: dict[str, str] = {}
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
         self._mods: dict[str, Any] = {}
 
     def _load(self, pkg: str) -> Any:
@@ -167,20 +168,21 @@ class Runtimes:
                     import openvino as mod
                 elif pkg == "onnxruntime":
                     import onnxruntime as mod
-                    mod.set_default_logger_severity(3)
+                    mod.set_default_logger_severity(4)
                 elif pkg == "onnx":
                     import onnx as mod
                 else:
                     raise ValueError(pkg)
             except ImportError as exc:
-                log(f"[gen_conformance] {pkg} is not installed ({exc})")
+                if not self.quiet:
+                    log(f"[gen_conformance] {pkg} is not installed ({exc})")
                 mod = None
             else:
                 ver = getattr(mod, "__version__", "?")
-                self.versions[pkg] = ver
                 want = EXPECTED_VERSIONS[pkg]
                 note = "" if ver.startswith(want) else f"  (the published vectors used {want})"
-                log(f"[gen_conformance] {pkg} {ver}{note}")
+                if not self.quiet:
+                    log(f"[gen_conformance] {pkg} {ver}{note}")
             self._mods[pkg] = mod
         return self._mods[pkg]
 
@@ -193,6 +195,9 @@ class Runtimes:
 
     def runner(self, op: str, runtime: str) -> Callable:
         return getattr(self, f"_{op}_{runtime}")
+
+    def measure(self, op: str, runtime: str, case: dict) -> tuple[Answer, Meta]:
+        return measure(self.runner(op, runtime), case)
 
     # ---- OpenVINO helpers ----
     def _ov_core(self) -> Any:
@@ -298,7 +303,7 @@ class Runtimes:
     def _slice_ort(self, case: dict, xs: list[np.ndarray]) -> tuple[list, dict]:
         ort = self._load("onnxruntime")
         opts = ort.SessionOptions()
-        opts.log_severity_level = 3
+        opts.log_severity_level = 4
         sess = ort.InferenceSession(self.onnx_model(case).SerializeToString(), opts,
                                     providers=["CPUExecutionProvider"])
         return probe_twice(lambda x: sess.run(None, {"x": x})[0], xs), {}
@@ -325,6 +330,101 @@ class Runtimes:
 
     def _slice_ov_ref(self, case: dict, xs: list[np.ndarray]) -> tuple[list, dict]:
         return self._ov_ref(self._slice_builder(case), xs)
+
+
+class WorkerDied(Exception):
+    pass
+
+
+def _worker(conn: Any, quiet: bool) -> None:
+    rts = Runtimes(quiet)
+    while True:
+        try:
+            request = conn.recv()
+        except EOFError:
+            return
+        if request[0] == "has":
+            conn.send(rts.has(request[1]))
+        else:
+            answer, meta = rts.measure(*request[1:])
+            conn.send((answer, meta.stable, meta.stage))
+
+
+class Sandbox:
+    """Runs the runtimes in a child process, so that one crashing (OpenVINO's CPU plugin corrupts
+    its heap on some StridedSlice mask lists) does not end the run. A call whose process dies is
+    retried once in a fresh process; if that dies too, the answer is an error "runtime process
+    crashed (SIGABRT)" and counts like a compile failure."""
+
+    TIMEOUT = 600.0
+
+    def __init__(self) -> None:
+        import multiprocessing
+        self.ctx = multiprocessing.get_context("spawn")  # no fork of a threaded runtime
+        self.proc: Any = None
+        self.conn: Any = None
+        self.started = 0
+        self.last_call = "nothing"
+        self._has: dict[str, bool] = {}
+
+    def _start(self) -> None:
+        self.conn, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_worker, args=(child, self.started > 0), daemon=True)
+        self.proc.start()
+        child.close()
+        self.started += 1
+
+    def _stop(self) -> None:
+        if self.proc is not None:
+            if self.proc.is_alive():
+                self.proc.kill()
+            self.proc.join()
+            self.conn.close()
+        self.proc = self.conn = None
+
+    def _ask(self, request: tuple) -> Any:
+        if self.proc is None:
+            self._start()
+        reason = None
+        try:
+            self.conn.send(request)
+            if self.conn.poll(self.TIMEOUT):
+                return self.conn.recv()
+            reason = f"timed out after {self.TIMEOUT:.0f} s"
+        except (EOFError, OSError):
+            self.proc.join(10)
+            code = self.proc.exitcode
+            if code is not None and code < 0:
+                import signal
+                reason = signal.Signals(-code).name
+            else:
+                reason = f"exit code {code}"
+        self._stop()
+        raise WorkerDied(reason)
+
+    def has(self, runtime: str) -> bool:
+        if runtime not in self._has:
+            self._has[runtime] = self._ask(("has", runtime))
+        return self._has[runtime]
+
+    def measure(self, op: str, runtime: str, case: dict) -> tuple[Answer, Meta]:
+        request = ("measure", op, runtime, case)
+        try:
+            answer, stable, stage = self._ask(request)
+        except WorkerDied as first:
+            log(f"[gen_conformance] {case['id']} {runtime}: runtime process died ({first}); "
+                "retrying in a fresh process")
+            try:
+                answer, stable, stage = self._ask(request)
+                log(f"[gen_conformance] {case['id']} {runtime}: fine on retry; the call before it "
+                    f"({self.last_call}) probably corrupted memory")
+            except WorkerDied as second:
+                answer, stable, stage = {"error": f"runtime process crashed ({second})"}, None, "crash"
+        self.last_call = f"{case['id']} {runtime}"
+        return answer, Meta(stable, stage)
+
+    def close(self) -> None:
+        self._stop()
 
 
 # --------------------------------------------------------------------------------------------
@@ -358,8 +458,9 @@ def clean(a: Answer) -> Answer:
 
 def compile_failure(a: Answer, meta: Meta | None) -> bool:
     if meta is not None and meta.stage is not None:
-        return meta.stage == "compile"
-    return "src/inference/" in a.get("error", "")  # an answer kept from a file
+        return meta.stage in ("compile", "crash")
+    text = a.get("error", "")  # an answer kept from a file
+    return "src/inference/" in text or text.startswith("runtime process crashed")
 
 
 def decide_strided_slice(case: dict, metas: dict[str, Meta | None]) -> tuple[bool, Answer, Answer]:
@@ -422,7 +523,7 @@ ANSWER_ORDER = {"strided_slice": ["tf", "ov_ref", "ov_cpu"],
 EXPECTED = {"strided_slice": ["expected_tf", "expected_ov"], "slice": ["expected_onnx", "expected_ov"]}
 
 
-def run_case(op: str, params: dict, rts: Runtimes, old: dict | None) -> tuple[dict, dict]:
+def run_case(op: str, params: dict, rts: Runtimes | Sandbox, old: dict | None) -> tuple[dict, dict]:
     """Returns the full record (file key order) and the metadata of the answers run here."""
     record = {k: params[k] for k in PARAMS[op]}
     answers: dict[str, Answer | None] = {}
@@ -431,7 +532,7 @@ def run_case(op: str, params: dict, rts: Runtimes, old: dict | None) -> tuple[di
         if op == "slice" and rt == "onnx_ref" and params["onnx_opset"] == 9:
             answers[rt], metas[rt] = None, None
         elif rts.has(rt):
-            answers[rt], metas[rt] = measure(rts.runner(op, rt), params)
+            answers[rt], metas[rt] = rts.measure(op, rt, params)
         elif old is not None and rt in old:
             answers[rt], metas[rt] = old[rt], None
         else:
@@ -632,6 +733,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, metavar="K")
     ap.add_argument("--check", action="store_true")
     ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--no-sandbox", action="store_true",
+                    help="run the runtimes in this process (faster to start; a crash ends the run)")
     args = ap.parse_args(argv)
 
     ops = [o.strip() for o in args.ops.split(",") if o.strip()]
@@ -642,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.check and args.out is None:
         ap.error("--out is required (or use --check)")
 
-    rts = Runtimes()
+    rts: Runtimes | Sandbox = Runtimes() if args.no_sandbox else Sandbox()
     for op in ops:
         for rt in RUNTIMES[op]:
             if not rts.has(rt):
@@ -673,6 +776,8 @@ def main(argv: list[str] | None = None) -> int:
             checker.report(len(records))
         if args.out is not None:
             log(f"[gen_conformance] wrote {len(records)} cases to {write_cases(args.out, op, records)}")
+    if isinstance(rts, Sandbox):
+        rts.close()
     return 0
 
 

@@ -1,4 +1,8 @@
-//! Passes over the IR, one file each, plus the one place that decodes slice nodes.
+//! Passes over the IR, one file each, plus the one place that decodes slice nodes and the
+//! evaluator of constant tensors.
 
+pub mod cleanup;
+pub mod eval;
+pub mod fold;
 pub mod infer;
 pub mod slice_node;

@@ -1,0 +1,539 @@
+//! Evaluation of slices and of shape arithmetic on constant tensors: strided copies over bytes
+//! that work for every element type (byte-aligned, packed sub-byte, strings).
+
+use bytes::Bytes;
+
+use crate::ir::{DType, Tensor, TensorData};
+use crate::semantics::{self, Clamp, ResolvedAxis, SlicePlan};
+
+/// Why a constant could not be computed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum EvalError {
+    #[error("{0}")]
+    Slice(#[from] semantics::SliceError),
+    #[error("the result would have {bytes} bytes, over the limit of {limit}")]
+    TooLarge { bytes: u128, limit: u64 },
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// How sub-byte elements are packed in a byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BitOrder {
+    /// First element in the least significant bits (ONNX int4/uint4, OpenVINO i4/u4).
+    LsbFirst,
+    /// First element in the most significant bit (OpenVINO u1).
+    MsbFirst,
+}
+
+/// The packing OpenVINO / ONNX use for `dtype`.
+pub fn bit_order(dtype: DType) -> BitOrder {
+    if dtype == DType::U1 {
+        BitOrder::MsbFirst
+    } else {
+        BitOrder::LsbFirst
+    }
+}
+
+fn count(shape: &[u64]) -> Result<u64, EvalError> {
+    shape
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| EvalError::Invalid("element count overflows".into()))
+}
+
+fn check_size(dtype: DType, elements: u64, limit: u64) -> Result<(), EvalError> {
+    let bytes = if dtype == DType::String {
+        elements as u128 * 8
+    } else {
+        (elements as u128 * dtype.bits() as u128).div_ceil(8)
+    };
+    if bytes > limit as u128 {
+        return Err(EvalError::TooLarge { bytes, limit });
+    }
+    Ok(())
+}
+
+/// Picks elements `offsets` (flat indices into `t`) into a new tensor of `shape`.
+pub fn take(t: &Tensor, offsets: &[u64], shape: Vec<u64>) -> Result<Tensor, EvalError> {
+    let data = match &t.data {
+        TensorData::Strings(s) => TensorData::Strings(
+            offsets
+                .iter()
+                .map(|&o| {
+                    s.get(o as usize)
+                        .cloned()
+                        .ok_or_else(|| EvalError::Invalid("index out of range".into()))
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+        TensorData::Raw(raw) => {
+            let bits = t.dtype.bits();
+            if bits % 8 == 0 {
+                let w = bits / 8;
+                let mut out = Vec::with_capacity(offsets.len() * w);
+                for &o in offsets {
+                    let start = (o as usize)
+                        .checked_mul(w)
+                        .filter(|s| s + w <= raw.len())
+                        .ok_or_else(|| EvalError::Invalid("index out of range".into()))?;
+                    out.extend_from_slice(&raw[start..start + w]);
+                }
+                TensorData::Raw(Bytes::from(out))
+            } else {
+                let order = bit_order(t.dtype);
+                let per = 8 / bits;
+                let mask = ((1u16 << bits) - 1) as u8;
+                let mut out = vec![0u8; offsets.len().div_ceil(per)];
+                for (i, &o) in offsets.iter().enumerate() {
+                    let o = o as usize;
+                    let byte = *raw
+                        .get(o / per)
+                        .ok_or_else(|| EvalError::Invalid("index out of range".into()))?;
+                    let shift_in = match order {
+                        BitOrder::LsbFirst => (o % per) * bits,
+                        BitOrder::MsbFirst => 8 - bits - (o % per) * bits,
+                    };
+                    let v = (byte >> shift_in) & mask;
+                    let shift_out = match order {
+                        BitOrder::LsbFirst => (i % per) * bits,
+                        BitOrder::MsbFirst => 8 - bits - (i % per) * bits,
+                    };
+                    out[i / per] |= v << shift_out;
+                }
+                TensorData::Raw(Bytes::from(out))
+            }
+        }
+    };
+    Ok(Tensor {
+        dtype: t.dtype,
+        shape,
+        data,
+    })
+}
+
+/// Evaluates a slice plan on a constant tensor; refuses results over `limit` bytes.
+pub fn slice(t: &Tensor, plan: &SlicePlan, clamp: Clamp, limit: u64) -> Result<Tensor, EvalError> {
+    let resolved = semantics::resolve_concrete(plan, &t.shape, clamp)?;
+    let shape: Vec<u64> = resolved
+        .iter()
+        .filter_map(ResolvedAxis::output_dim)
+        .collect();
+    let n = count(&shape)?;
+    check_size(t.dtype, n, limit)?;
+    let max_elements = if t.dtype == DType::String {
+        limit / 8 + 1
+    } else {
+        (limit as u128 * 8 / t.dtype.bits().max(1) as u128 + 1).min(u64::MAX as u128) as u64
+    };
+    let offsets = semantics::gather(plan, &t.shape, clamp, max_elements)?;
+    take(t, &offsets, shape)
+}
+
+/// `Gather` along `axis` with (possibly negative) `indices` of shape `ishape`.
+pub fn gather(
+    t: &Tensor,
+    indices: &[i64],
+    ishape: &[u64],
+    axis: i64,
+    limit: u64,
+) -> Result<Tensor, EvalError> {
+    let rank = t.shape.len() as i64;
+    let axis = if axis < 0 { axis + rank } else { axis };
+    if axis < 0 || axis >= rank {
+        return Err(EvalError::Invalid(format!(
+            "axis {axis} out of range for rank {rank}"
+        )));
+    }
+    let axis = axis as usize;
+    let dim = t.shape[axis];
+    let mut shape = t.shape[..axis].to_vec();
+    shape.extend_from_slice(ishape);
+    shape.extend_from_slice(&t.shape[axis + 1..]);
+    let n = count(&shape)?;
+    check_size(t.dtype, n, limit)?;
+    let outer = count(&t.shape[..axis])?;
+    let inner = count(&t.shape[axis + 1..])?;
+    let mut idx = Vec::with_capacity(indices.len());
+    for &i in indices {
+        let j = if i < 0 {
+            i.checked_add(dim as i64)
+        } else {
+            Some(i)
+        };
+        match j {
+            Some(j) if j >= 0 && (j as u64) < dim => idx.push(j as u64),
+            _ => {
+                return Err(EvalError::Invalid(format!(
+                    "gather index {i} out of range for dim {dim}"
+                )))
+            }
+        }
+    }
+    let mut offsets = Vec::with_capacity(n as usize);
+    for o in 0..outer {
+        for &j in &idx {
+            for k in 0..inner {
+                offsets.push((o * dim + j) * inner + k);
+            }
+        }
+    }
+    take(t, &offsets, shape)
+}
+
+/// `Concat` along `axis`.
+pub fn concat(parts: &[&Tensor], axis: i64, limit: u64) -> Result<Tensor, EvalError> {
+    let first = parts
+        .first()
+        .ok_or_else(|| EvalError::Invalid("concat of nothing".into()))?;
+    let rank = first.shape.len() as i64;
+    let axis = if axis < 0 { axis + rank } else { axis };
+    if axis < 0 || axis >= rank {
+        return Err(EvalError::Invalid(format!(
+            "axis {axis} out of range for rank {rank}"
+        )));
+    }
+    let axis = axis as usize;
+    let mut total = 0u64;
+    for p in parts {
+        if p.dtype != first.dtype || p.shape.len() != first.shape.len() {
+            return Err(EvalError::Invalid(
+                "concat inputs differ in type or rank".into(),
+            ));
+        }
+        for (i, (&a, &b)) in p.shape.iter().zip(&first.shape).enumerate() {
+            if i != axis && a != b {
+                return Err(EvalError::Invalid("concat inputs differ in shape".into()));
+            }
+        }
+        total = total
+            .checked_add(p.shape[axis])
+            .ok_or_else(|| EvalError::Invalid("overflow".into()))?;
+    }
+    let mut shape = first.shape.clone();
+    shape[axis] = total;
+    let n = count(&shape)?;
+    check_size(first.dtype, n, limit)?;
+    if first.dtype == DType::String {
+        let outer = count(&first.shape[..axis])?;
+        let mut strings = Vec::with_capacity(n as usize);
+        for o in 0..outer {
+            for p in parts {
+                let TensorData::Strings(s) = &p.data else {
+                    return Err(EvalError::Invalid("string tensor without strings".into()));
+                };
+                let chunk = count(&p.shape[axis..])? as usize;
+                let piece = s
+                    .get(o as usize * chunk..(o as usize + 1) * chunk)
+                    .ok_or_else(|| EvalError::Invalid("constant data too short".into()))?;
+                strings.extend(piece.iter().cloned());
+            }
+        }
+        return Ok(Tensor {
+            dtype: first.dtype,
+            shape,
+            data: TensorData::Strings(strings),
+        });
+    }
+    if first.dtype.bits() % 8 != 0 {
+        return Err(EvalError::Unsupported(format!(
+            "concat of packed {:?} constants",
+            first.dtype
+        )));
+    }
+    let w = first.dtype.bits() / 8;
+    let outer = count(&first.shape[..axis])?;
+    let mut out = Vec::with_capacity((n as usize).saturating_mul(w));
+    for o in 0..outer {
+        for p in parts {
+            let raw = p
+                .raw()
+                .ok_or_else(|| EvalError::Invalid("no data".into()))?;
+            let chunk = (count(&p.shape[axis..])? as usize) * w;
+            let start = (o as usize) * chunk;
+            let piece = raw
+                .get(start..start + chunk)
+                .ok_or_else(|| EvalError::Invalid("constant data too short".into()))?;
+            out.extend_from_slice(piece);
+        }
+    }
+    Ok(Tensor {
+        dtype: first.dtype,
+        shape,
+        data: TensorData::Raw(Bytes::from(out)),
+    })
+}
+
+/// The same data with another shape (element count must match).
+pub fn reshape(t: &Tensor, shape: Vec<u64>) -> Result<Tensor, EvalError> {
+    if count(&shape)? != count(&t.shape)? {
+        return Err(EvalError::Invalid(format!(
+            "cannot reshape {:?} to {shape:?}",
+            t.shape
+        )));
+    }
+    Ok(Tensor {
+        dtype: t.dtype,
+        shape,
+        data: t.data.clone(),
+    })
+}
+
+/// Resolves a `Reshape` target (`0` copies the input dim unless `allowzero`, one `-1` is
+/// inferred).
+pub fn reshape_target(
+    input: &[u64],
+    target: &[i64],
+    zero_copies: bool,
+) -> Result<Vec<u64>, EvalError> {
+    let total = count(input)?;
+    let mut out = Vec::with_capacity(target.len());
+    let mut infer_at = None;
+    for (i, &d) in target.iter().enumerate() {
+        match d {
+            0 if zero_copies => out.push(*input.get(i).ok_or_else(|| {
+                EvalError::Invalid("0 in reshape target past the input rank".into())
+            })?),
+            -1 if infer_at.is_none() => {
+                infer_at = Some(i);
+                out.push(1);
+            }
+            d if d >= 0 => out.push(d as u64),
+            _ => return Err(EvalError::Invalid(format!("bad reshape target {target:?}"))),
+        }
+    }
+    if let Some(i) = infer_at {
+        let rest = count(&out)?;
+        if rest == 0 || total % rest != 0 {
+            return Err(EvalError::Invalid(format!(
+                "cannot infer -1 in {target:?} for {input:?}"
+            )));
+        }
+        out[i] = total / rest;
+    }
+    Ok(out)
+}
+
+/// Converts numeric values between element types (shape arithmetic and small constants):
+/// integers, bool, f16, bf16, f32, f64. Float to integer truncates toward zero, as ONNX `Cast`
+/// and OpenVINO `Convert` do for in-range values.
+pub fn cast(t: &Tensor, to: DType, limit: u64) -> Result<Tensor, EvalError> {
+    use DType::*;
+    let n = count(&t.shape)?;
+    check_size(to, n, limit)?;
+    if t.dtype == to {
+        return Ok(t.clone());
+    }
+    let raw = t
+        .raw()
+        .ok_or_else(|| EvalError::Unsupported("cast of strings".into()))?;
+    let supported = |d: DType| {
+        matches!(
+            d,
+            I64 | I32 | I16 | I8 | U64 | U32 | U16 | U8 | Bool | F16 | BF16 | F32 | F64
+        )
+    };
+    if !supported(t.dtype) || !supported(to) {
+        return Err(EvalError::Unsupported(format!(
+            "cast from {:?} to {to:?}",
+            t.dtype
+        )));
+    }
+    let w = t.dtype.bits() / 8;
+    let mut out = Vec::with_capacity((n as usize).saturating_mul(to.bits() / 8));
+    for i in 0..n as usize {
+        let b = raw
+            .get(i * w..(i + 1) * w)
+            .ok_or_else(|| EvalError::Invalid("constant data too short".into()))?;
+        // Integers go through i128, floats through f64.
+        enum V {
+            I(i128),
+            F(f64),
+        }
+        let arr = |b: &[u8]| -> [u8; 8] {
+            let mut a = [0u8; 8];
+            a[..b.len()].copy_from_slice(b);
+            a
+        };
+        let v = match t.dtype {
+            I64 => V::I(i64::from_le_bytes(arr(b)) as i128),
+            I32 => V::I(i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i128),
+            I16 => V::I(i16::from_le_bytes([b[0], b[1]]) as i128),
+            I8 => V::I(b[0] as i8 as i128),
+            U64 => V::I(u64::from_le_bytes(arr(b)) as i128),
+            U32 => V::I(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i128),
+            U16 => V::I(u16::from_le_bytes([b[0], b[1]]) as i128),
+            U8 => V::I(b[0] as i128),
+            Bool => V::I((b[0] != 0) as i128),
+            F16 => V::F(half::f16::from_le_bytes([b[0], b[1]]).to_f64()),
+            BF16 => V::F(half::bf16::from_le_bytes([b[0], b[1]]).to_f64()),
+            F32 => V::F(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
+            _ => V::F(f64::from_le_bytes(arr(b))),
+        };
+        let as_int = |v: &V| -> i128 {
+            match v {
+                V::I(i) => *i,
+                V::F(f) if f.is_nan() => 0,
+                V::F(f) => f.trunc().clamp(i128::MIN as f64, i128::MAX as f64) as i128,
+            }
+        };
+        let as_f = |v: &V| -> f64 {
+            match v {
+                V::I(i) => *i as f64,
+                V::F(f) => *f,
+            }
+        };
+        match to {
+            I64 => out.extend_from_slice(&(as_int(&v) as i64).to_le_bytes()),
+            I32 => out.extend_from_slice(&(as_int(&v) as i32).to_le_bytes()),
+            I16 => out.extend_from_slice(&(as_int(&v) as i16).to_le_bytes()),
+            I8 => out.push(as_int(&v) as i8 as u8),
+            U64 => out.extend_from_slice(&(as_int(&v) as u64).to_le_bytes()),
+            U32 => out.extend_from_slice(&(as_int(&v) as u32).to_le_bytes()),
+            U16 => out.extend_from_slice(&(as_int(&v) as u16).to_le_bytes()),
+            U8 => out.push(as_int(&v) as u8),
+            Bool => out.push(match v {
+                V::I(i) => (i != 0) as u8,
+                V::F(f) => (f != 0.0) as u8,
+            }),
+            F16 => out.extend_from_slice(&half::f16::from_f64(as_f(&v)).to_le_bytes()),
+            BF16 => out.extend_from_slice(&half::bf16::from_f64(as_f(&v)).to_le_bytes()),
+            F32 => out.extend_from_slice(&(as_f(&v) as f32).to_le_bytes()),
+            _ => out.extend_from_slice(&as_f(&v).to_le_bytes()),
+        }
+    }
+    Ok(Tensor {
+        dtype: to,
+        shape: t.shape.clone(),
+        data: TensorData::Raw(Bytes::from(out)),
+    })
+}
+
+/// Removes size-1 `axes` (all size-1 axes when empty).
+pub fn squeeze_shape(shape: &[u64], axes: &[i64]) -> Result<Vec<u64>, EvalError> {
+    let rank = shape.len() as i64;
+    let mut drop = vec![false; shape.len()];
+    if axes.is_empty() {
+        for (i, &d) in shape.iter().enumerate() {
+            drop[i] = d == 1;
+        }
+    }
+    for &a in axes {
+        let a = if a < 0 { a + rank } else { a };
+        if a < 0 || a >= rank || shape[a as usize] != 1 {
+            return Err(EvalError::Invalid(format!(
+                "cannot squeeze axis {a} of {shape:?}"
+            )));
+        }
+        drop[a as usize] = true;
+    }
+    Ok(shape
+        .iter()
+        .zip(drop)
+        .filter(|(_, d)| !d)
+        .map(|(&s, _)| s)
+        .collect())
+}
+
+/// Inserts size-1 `axes` (positions in the output).
+pub fn unsqueeze_shape(shape: &[u64], axes: &[i64]) -> Result<Vec<u64>, EvalError> {
+    let out_rank = shape.len() + axes.len();
+    let mut new = vec![false; out_rank];
+    for &a in axes {
+        let a = if a < 0 { a + out_rank as i64 } else { a };
+        if a < 0 || a as usize >= out_rank || new[a as usize] {
+            return Err(EvalError::Invalid(format!(
+                "bad unsqueeze axes {axes:?} for {shape:?}"
+            )));
+        }
+        new[a as usize] = true;
+    }
+    let mut it = shape.iter();
+    Ok(new
+        .into_iter()
+        .map(|n| {
+            if n {
+                1
+            } else {
+                it.next().copied().unwrap_or(1)
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arange(shape: Vec<u64>) -> Tensor {
+        let n: u64 = shape.iter().product();
+        Tensor::from_i64(shape, &(0..n as i64).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn gather_along_middle_axis() {
+        // numpy: np.take(np.arange(24).reshape(2,3,4), [2,0], axis=1)
+        let t = gather(&arange(vec![2, 3, 4]), &[2, 0], &[2], 1, 1 << 20).expect("gather");
+        assert_eq!(t.shape, vec![2, 2, 4]);
+        assert_eq!(
+            t.to_i64_vec().expect("ints"),
+            vec![8, 9, 10, 11, 0, 1, 2, 3, 20, 21, 22, 23, 12, 13, 14, 15]
+        );
+    }
+
+    #[test]
+    fn concat_on_last_axis() {
+        // numpy: np.concatenate([np.arange(4).reshape(2,2), np.arange(2).reshape(2,1)], axis=1)
+        let t = concat(&[&arange(vec![2, 2]), &arange(vec![2, 1])], -1, 1 << 20).expect("concat");
+        assert_eq!(t.shape, vec![2, 3]);
+        assert_eq!(t.to_i64_vec().expect("ints"), vec![0, 1, 0, 2, 3, 1]);
+    }
+
+    #[test]
+    fn packed_u1_is_msb_first() {
+        // OpenVINO u1: bits 1,0,1,1,0,0,0,0 | 1 -> taking elements [0, 2, 3, 8] gives 1,1,1,1.
+        let t = Tensor {
+            dtype: DType::U1,
+            shape: vec![9],
+            data: TensorData::Raw(Bytes::from(vec![0b1011_0000, 0b1000_0000])),
+        };
+        let r = take(&t, &[0, 2, 3, 8, 1], vec![5]).expect("take");
+        assert_eq!(r.raw().expect("raw").as_ref(), &[0b1111_0000]);
+    }
+
+    #[test]
+    fn reshape_target_rules() {
+        assert_eq!(
+            reshape_target(&[2, 3, 4], &[0, -1], true).expect("ok"),
+            vec![2, 12]
+        );
+        assert_eq!(
+            reshape_target(&[2, 3, 4], &[4, 0, 2], false).expect("ok"),
+            vec![4, 0, 2]
+        );
+        assert!(reshape_target(&[2, 3, 4], &[5, -1], true).is_err());
+    }
+
+    #[test]
+    fn cast_float_to_int_truncates() {
+        let f = Tensor {
+            dtype: DType::F32,
+            shape: vec![3],
+            data: TensorData::Raw(Bytes::from(
+                [1.7f32, -1.7, 3.0]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            )),
+        };
+        assert_eq!(
+            cast(&f, DType::I64, 1 << 20)
+                .expect("cast")
+                .to_i64_vec()
+                .expect("ints"),
+            vec![1, -1, 3]
+        );
+    }
+}

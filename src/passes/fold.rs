@@ -1,0 +1,343 @@
+//! Pass `fold`: a Slice or StridedSlice whose data and parameters are constant becomes one
+//! constant; so does the shape arithmetic real exporters put in front of slices (`Shape`,
+//! `Gather`, `Concat`, `Squeeze`, `Unsqueeze`, `Cast`, `Reshape`, `Identity`; OpenVINO `ShapeOf`,
+//! `Gather`, `Concat`, `Squeeze`, `Unsqueeze`, `Convert`, `Reshape`). Unknown ops are never folded.
+//!
+//! A folded node is replaced by a constant node that keeps its name and its output's name, so
+//! consumers, graph outputs and subgraph captures see the same value. A constant larger than the
+//! limit is not produced; the report says what was skipped and why.
+
+use petgraph::stable_graph::NodeIndex;
+
+use crate::error::{Error, Result};
+use crate::formats::{Format, Model};
+use crate::ir::{DType, DeclaredDim, Graph, Node, NodeKind, Tensor, Value, ValueType};
+use crate::passes::eval::{self, EvalError};
+use crate::passes::slice_node::{self, DecodeError};
+use crate::pipeline::{Change, PassReport};
+
+/// Default cap on the size of one produced constant: 16 MiB.
+pub const DEFAULT_FOLD_LIMIT: u64 = 16 << 20;
+
+/// Why a node was not folded.
+enum NoFold {
+    /// Not a foldable op, or its inputs are not constant: nothing to report.
+    Silent,
+    /// Worth reporting (too large, unsupported type...).
+    Skip(String),
+    /// The node is invalid: an error.
+    Fail(Error),
+}
+
+impl From<EvalError> for NoFold {
+    fn from(e: EvalError) -> Self {
+        NoFold::Skip(e.to_string())
+    }
+}
+
+fn consts(graph: &Graph, ix: NodeIndex) -> Option<Vec<Option<&Tensor>>> {
+    let inputs = graph.inputs(ix);
+    let mut out = Vec::with_capacity(inputs.len());
+    for i in inputs {
+        match i {
+            None => out.push(None),
+            Some(o) => out.push(Some(graph.constant_at(o)?)),
+        }
+    }
+    Some(out)
+}
+
+fn ints(t: Option<&Tensor>) -> std::result::Result<Vec<i64>, NoFold> {
+    t.and_then(|t| t.to_i64_vec())
+        .ok_or_else(|| NoFold::Skip("an integer parameter is unreadable".into()))
+}
+
+fn known_shape(graph: &Graph, ix: NodeIndex) -> Option<Vec<u64>> {
+    let src = graph.input(ix, 0)?;
+    slice_node::declared_shape(graph, src)?
+        .iter()
+        .map(|d| match d {
+            DeclaredDim::Known(v) => Some(*v),
+            _ => None,
+        })
+        .collect()
+}
+
+fn axis_attr(n: &Node, name: &str, default: i64) -> i64 {
+    n.attr_int(name).unwrap_or(default)
+}
+
+fn ov_bool(n: &Node, name: &str) -> bool {
+    matches!(
+        n.attr_str(name)
+            .map(|s| s.trim().to_ascii_lowercase())
+            .as_deref(),
+        Some("true" | "1")
+    )
+}
+
+/// Computes the constant value of node `ix`, if it folds.
+fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Tensor, NoFold> {
+    let graph = model.graph();
+    let n = graph.node(ix);
+    if n.kind != NodeKind::Op || n.outputs.len() != 1 {
+        return Err(NoFold::Silent);
+    }
+    let format = model.format();
+    let opset = match model {
+        Model::Onnx(m) => m.opset(),
+        Model::OpenVino(_) => 0,
+    };
+    if let Some(op) = slice_node::classify(graph, ix, format, opset) {
+        let data = graph
+            .input(ix, 0)
+            .and_then(|o| graph.constant_at(o))
+            .ok_or(NoFold::Silent)?;
+        if consts(graph, ix).is_none() {
+            return Err(NoFold::Silent);
+        }
+        let sn = match slice_node::decode(graph, ix, op) {
+            Ok(sn) => sn,
+            Err(DecodeError::Unknown(_)) => return Err(NoFold::Silent),
+            Err(DecodeError::Invalid(source)) => {
+                return Err(NoFold::Fail(Error::Slice {
+                    node: n.name.clone(),
+                    op: n.op_type.clone(),
+                    source,
+                }))
+            }
+            Err(DecodeError::Malformed(message)) => {
+                return Err(NoFold::Fail(Error::Node {
+                    path: model.path().to_path_buf(),
+                    node: n.name.clone(),
+                    op: n.op_type.clone(),
+                    message,
+                }))
+            }
+        };
+        return match eval::slice(data, &sn.plan, op.clamp(), limit) {
+            Ok(t) => Ok(t),
+            Err(EvalError::Slice(source)) => Err(NoFold::Fail(Error::Slice {
+                node: n.name.clone(),
+                op: n.op_type.clone(),
+                source,
+            })),
+            Err(e) => Err(e.into()),
+        };
+    }
+    let onnx_domain = format == Format::Onnx && (n.domain.is_empty() || n.domain == "ai.onnx");
+    let ov = format == Format::OpenVino;
+    match n.op_type.as_str() {
+        "Shape" if onnx_domain => {
+            let shape = known_shape(graph, ix).ok_or(NoFold::Silent)?;
+            let r = shape.len() as i64;
+            let norm = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+            let start = norm(axis_attr(n, "start", 0));
+            let end = norm(axis_attr(n, "end", r));
+            let dims: Vec<i64> = shape
+                .get(start..end.max(start))
+                .unwrap_or(&[])
+                .iter()
+                .map(|&d| d as i64)
+                .collect();
+            Ok(Tensor::from_i64(vec![dims.len() as u64], &dims))
+        }
+        "ShapeOf" if ov => {
+            let shape = known_shape(graph, ix).ok_or(NoFold::Silent)?;
+            let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+            let t = Tensor::from_i64(vec![dims.len() as u64], &dims);
+            match n
+                .attr_str("output_type")
+                .map(|s| s.to_ascii_lowercase())
+                .as_deref()
+            {
+                Some("i32") => Ok(eval::cast(&t, DType::I32, limit)?),
+                _ => Ok(t),
+            }
+        }
+        "Identity" if onnx_domain => {
+            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+            c.first().copied().flatten().cloned().ok_or(NoFold::Silent)
+        }
+        "Gather" if onnx_domain || ov => {
+            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
+            let idx = c.get(1).copied().flatten().ok_or(NoFold::Silent)?;
+            let axis = if ov {
+                if n.attr_int("batch_dims").unwrap_or(0) != 0 {
+                    return Err(NoFold::Skip("Gather with batch_dims is not folded".into()));
+                }
+                ints(c.get(2).copied().flatten())?
+                    .first()
+                    .copied()
+                    .unwrap_or(0)
+            } else {
+                axis_attr(n, "axis", 0)
+            };
+            Ok(eval::gather(
+                data,
+                &ints(Some(idx))?,
+                &idx.shape,
+                axis,
+                limit,
+            )?)
+        }
+        "Concat" if onnx_domain || ov => {
+            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+            let parts: Vec<&Tensor> = c.iter().flatten().copied().collect();
+            Ok(eval::concat(&parts, axis_attr(n, "axis", 0), limit)?)
+        }
+        "Squeeze" | "Unsqueeze" if onnx_domain || ov => {
+            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
+            let axes = match c.get(1).copied().flatten() {
+                Some(t) => ints(Some(t))?,
+                None => n.attr_ints("axes").and_then(|r| r.ok()).unwrap_or_default(),
+            };
+            let shape = if n.op_type == "Squeeze" {
+                eval::squeeze_shape(&data.shape, &axes)?
+            } else {
+                eval::unsqueeze_shape(&data.shape, &axes)?
+            };
+            Ok(eval::reshape(data, shape)?)
+        }
+        "Reshape" if onnx_domain || ov => {
+            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
+            let target = ints(c.get(1).copied().flatten())?;
+            let zero_copies = if ov {
+                ov_bool(n, "special_zero")
+            } else {
+                n.attr_int("allowzero").unwrap_or(0) == 0
+            };
+            let shape = eval::reshape_target(&data.shape, &target, zero_copies)?;
+            Ok(eval::reshape(data, shape)?)
+        }
+        "Cast" if onnx_domain => {
+            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
+            let to = n
+                .attr_int("to")
+                .and_then(|v| DType::from_onnx_code(v as i32))
+                .ok_or_else(|| NoFold::Skip("Cast without a known 'to' type".into()))?;
+            Ok(eval::cast(data, to, limit)?)
+        }
+        "Convert" if ov => {
+            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
+            let to = n
+                .attr_str("destination_type")
+                .and_then(DType::from_ov_name)
+                .ok_or_else(|| NoFold::Skip("Convert without a known destination_type".into()))?;
+            Ok(eval::cast(data, to, limit)?)
+        }
+        _ => Err(NoFold::Silent),
+    }
+}
+
+/// Replaces node `ix` by a constant holding `t`; the constant keeps the node's name, output
+/// name and position.
+pub fn replace_with_constant(
+    graph: &mut Graph,
+    ix: NodeIndex,
+    t: Tensor,
+    format: Format,
+) -> NodeIndex {
+    let old = graph.node(ix).clone();
+    let out_name = old
+        .outputs
+        .first()
+        .map(|v| v.name.clone())
+        .unwrap_or_default();
+    let mut node = Node::op(old.name.clone(), "", "");
+    if format == Format::OpenVino {
+        node.op_type = "Const".into();
+        node.domain = "opset1".into();
+    }
+    node.order = old.order;
+    node.outputs = vec![Value {
+        name: out_name,
+        ty: ValueType {
+            dtype: Some(t.dtype),
+            shape: Some(t.shape.iter().map(|&d| DeclaredDim::Known(d)).collect()),
+        },
+        ty_changed: true,
+    }];
+    node.kind = NodeKind::Const(t);
+    let new = graph.add_node(node);
+    graph.node_mut(new).order = old.order;
+    for port in 0..old.outputs.len() {
+        graph.redirect(
+            crate::ir::OutletId { node: ix, port },
+            crate::ir::OutletId { node: new, port },
+        );
+    }
+    graph.g.remove_node(ix);
+    new
+}
+
+fn show(shape: &[u64]) -> String {
+    format!(
+        "[{}]",
+        shape
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// Folds every foldable node of `model`, in topological order (so chains fold in one run).
+pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()> {
+    let order = model.graph().topo_order().map_err(|c| Error::Node {
+        path: model.path().to_path_buf(),
+        node: c.0,
+        op: String::new(),
+        message: "the graph has a cycle through this node".into(),
+    })?;
+    let format = model.format();
+    for ix in order {
+        if model.graph().g.node_weight(ix).is_none() {
+            continue;
+        }
+        match evaluate(model, ix, limit) {
+            Ok(t) => {
+                let n = model.graph().node(ix);
+                let change = Change {
+                    node: n.name.clone(),
+                    op: n.op_type.clone(),
+                    what: "folded to a constant".into(),
+                    before: n
+                        .outputs
+                        .first()
+                        .and_then(|v| v.ty.shape.as_ref())
+                        .map(|s| {
+                            format!(
+                                "[{}]",
+                                s.iter()
+                                    .map(|d| d.to_string())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        }),
+                    after: Some(show(&t.shape)),
+                };
+                report.changes.push(change);
+                replace_with_constant(model.graph_mut(), ix, t, format);
+            }
+            Err(NoFold::Silent) => {}
+            Err(NoFold::Skip(why)) => {
+                let n = model.graph().node(ix);
+                report.skipped.push(Change {
+                    node: n.name.clone(),
+                    op: n.op_type.clone(),
+                    what: why,
+                    before: None,
+                    after: None,
+                });
+            }
+            Err(NoFold::Fail(e)) => return Err(e),
+        }
+    }
+    Ok(())
+}
