@@ -288,7 +288,13 @@ pub fn from_dim(d: &Dim, symbolic: bool) -> DeclaredDim {
         }
     }
     if symbolic && !d.is_unknown() {
-        return DeclaredDim::Param(d.to_string());
+        // Readers of ONNX (tract, ONNX Runtime) parse `dim_param` as an expression and can unify
+        // sums and divisions with concrete sizes, but not `min`/`max`: those stay in the report
+        // and in `check`, and the file gets an unnamed (unknown) dim instead.
+        let text = d.to_string();
+        if !text.contains("min(") && !text.contains("max(") {
+            return DeclaredDim::Param(text);
+        }
     }
     match d.bounds() {
         (lo, hi) if lo.unwrap_or(0) > 0 || hi.is_some() => DeclaredDim::Interval(

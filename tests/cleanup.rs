@@ -1,0 +1,180 @@
+//! Issue 5, acceptance 3: after fold + cleanup, a slice that feeds only a subgraph and a slice
+//! on a graph output keep working (checked by running the result in tract-onnx).
+
+mod common;
+
+use common::*;
+use prost::Message;
+use slice_opt::formats::onnx::{proto, OnnxModel};
+use slice_opt::{Model, Pipeline};
+use tract_onnx::prelude::*;
+
+fn node(op: &str, inputs: &[&str], outputs: &[&str]) -> proto::NodeProto {
+    proto::NodeProto {
+        op_type: Some(op.into()),
+        name: Some(format!("{op}_{}", outputs[0])),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+fn vi(name: &str, elem: i32, dims: &[i64]) -> proto::ValueInfoProto {
+    proto::ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(proto::TypeProto {
+            value: Some(proto::type_proto::Value::TensorType(
+                proto::type_proto::Tensor {
+                    elem_type: Some(elem),
+                    shape: Some(proto::TensorShapeProto {
+                        dim: dims
+                            .iter()
+                            .map(|&d| proto::tensor_shape_proto::Dimension {
+                                value: Some(proto::tensor_shape_proto::dimension::Value::DimValue(
+                                    d,
+                                )),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }),
+                },
+            )),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn model(graph: proto::GraphProto) -> proto::ModelProto {
+    proto::ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+}
+
+fn transform(m: &proto::ModelProto) -> Vec<u8> {
+    let onnx = OnnxModel::from_bytes("m.onnx".as_ref(), bytes::Bytes::from(m.encode_to_vec()))
+        .expect("load");
+    let mut model = Model::Onnx(onnx);
+    Pipeline::new().run(&mut model).expect("pipeline");
+    let Model::Onnx(onnx) = model else {
+        unreachable!("ONNX in, ONNX out")
+    };
+    onnx.to_proto().expect("encode").encode_to_vec()
+}
+
+fn run(bytes: &[u8], inputs: TVec<TValue>) -> Vec<i64> {
+    let m = tract_onnx::onnx()
+        .model_for_read(&mut &bytes[..])
+        .and_then(|m| m.into_optimized())
+        .and_then(|m| m.into_runnable())
+        .expect("tract loads the model");
+    let out = m.run(inputs).expect("tract runs the model");
+    out[0]
+        .clone()
+        .into_tensor()
+        .cast_to::<i64>()
+        .expect("cast")
+        .to_plain_array_view::<i64>()
+        .expect("view")
+        .iter()
+        .copied()
+        .collect()
+}
+
+#[test]
+fn a_slice_feeding_only_a_subgraph_survives_cleanup() {
+    // s = w[1:3] with w = arange(5) (int32) -> [1, 2]; read only inside the If branches.
+    let branch = |name: &str| proto::GraphProto {
+        name: Some(name.into()),
+        node: vec![node("Identity", &["s"], &[&format!("{name}_out")])],
+        output: vec![vi(&format!("{name}_out"), 6, &[2])],
+        ..Default::default()
+    };
+    let graph_attr = |name: &str, g: proto::GraphProto| proto::AttributeProto {
+        name: Some(name.into()),
+        g: Some(g),
+        r#type: Some(proto::attribute_proto::AttributeType::Graph as i32),
+        ..Default::default()
+    };
+    let mut if_node = node("If", &["cond"], &["y"]);
+    if_node.attribute = vec![
+        graph_attr("then_branch", branch("then")),
+        graph_attr("else_branch", branch("else")),
+    ];
+    let g = proto::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Slice", &["w", "starts", "ends"], &["s"]), if_node],
+        initializer: vec![
+            arange_i32("w", &[5]),
+            i64_tensor("starts", &[1]),
+            i64_tensor("ends", &[3]),
+        ],
+        input: vec![vi("cond", 9, &[])],
+        output: vec![vi("y", 6, &[2])],
+        ..Default::default()
+    };
+    let out = transform(&model(g));
+    let decoded = proto::ModelProto::decode(out.as_slice()).expect("decode");
+    let g = decoded.graph.expect("graph");
+    assert!(
+        g.node.iter().all(|n| n.op_type() != "Slice"),
+        "the constant slice folds"
+    );
+    assert!(
+        g.initializer.iter().any(|t| t.name() == "s"),
+        "the folded value the branches read stays"
+    );
+    let cond = tensor0(true);
+    assert_eq!(run(&out, tvec![cond.into()]), vec![1, 2]);
+}
+
+#[test]
+fn a_slice_on_a_graph_output_survives_cleanup() {
+    // Constant: y = w[::-2] with w = arange(5) -> [4, 2, 0]. Dynamic: z = x[1:] on x = [10, 20, 30].
+    let g = proto::GraphProto {
+        name: Some("g".into()),
+        node: vec![
+            node("Slice", &["w", "s0", "e0", "a0", "st0"], &["y"]),
+            node("Slice", &["x", "s1", "e1"], &["z"]),
+        ],
+        initializer: vec![
+            arange_i32("w", &[5]),
+            i64_tensor("s0", &[-1]),
+            i64_tensor("e0", &[i64::MIN]),
+            i64_tensor("a0", &[0]),
+            i64_tensor("st0", &[-2]),
+            i64_tensor("s1", &[1]),
+            i64_tensor("e1", &[i64::MAX]),
+        ],
+        input: vec![vi("x", 7, &[3])],
+        output: vec![vi("y", 6, &[3]), vi("z", 7, &[2])],
+        ..Default::default()
+    };
+    let out = transform(&model(g));
+    let x = tract_ndarray::arr1(&[10i64, 20, 30]).into_dyn();
+    let m = tract_onnx::onnx()
+        .model_for_read(&mut &out[..])
+        .and_then(|m| m.into_optimized())
+        .and_then(|m| m.into_runnable())
+        .expect("tract loads the model");
+    let res = m.run(tvec![Tensor::from(x).into()]).expect("run");
+    let vals = |t: &TValue| -> Vec<i64> {
+        t.clone()
+            .into_tensor()
+            .cast_to::<i64>()
+            .expect("cast")
+            .to_plain_array_view::<i64>()
+            .expect("view")
+            .iter()
+            .copied()
+            .collect()
+    };
+    assert_eq!(vals(&res[0]), vec![4, 2, 0]);
+    assert_eq!(vals(&res[1]), vec![20, 30]);
+}
