@@ -8,6 +8,7 @@
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::ValueType;
+use crate::passes::shapes;
 use crate::passes::slice_node::{self, DecodeError};
 use crate::pipeline::{Change, PassReport};
 use crate::semantics;
@@ -67,8 +68,10 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         op: String::new(),
         message: "the graph has a cycle through this node".into(),
     })?;
+    let format = model.format();
     for ix in order {
         let Some(result) = infer_node(model, ix) else {
+            shapes::refine_node(model.graph_mut(), ix, format);
             continue;
         };
         let node = model.graph().node(ix);

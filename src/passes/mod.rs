@@ -5,4 +5,5 @@ pub mod cleanup;
 pub mod eval;
 pub mod fold;
 pub mod infer;
+pub mod shapes;
 pub mod slice_node;
