@@ -1,7 +1,9 @@
 //! Pass `lower`: each StridedSlice (OpenVINO `StridedSlice-1`, ONNX custom-domain TensorFlow-style
 //! `StridedSlice`) becomes one `Slice` (OpenVINO `Slice-8`, ONNX `Slice-10+`) over the axes it
 //! slices, followed by at most one `Reshape` that inserts its new axes and removes its shrunk
-//! ones (or, where a Reshape target cannot say it, `Squeeze`/`Unsqueeze`, reported).
+//! ones (or, where a Reshape target cannot say it, `Squeeze`/`Unsqueeze`, reported). The
+//! Reshape target holds known dims and `0` copies of dims in place; never `-1`, which runtimes
+//! cannot infer on an empty tensor.
 //!
 //! Parameters come from the plan: on an axis of known size they are the exact resolved
 //! `start/stop/step` (so the clamping rules of the two ops cannot differ); on an axis of
@@ -29,7 +31,8 @@ type SliceAxis = (usize, i64, i64, i64);
 /// How the output is reshaped after the Slice.
 enum Shaping {
     None,
-    Reshape(Vec<i64>),
+    /// Target, and whether its zeros are literal (`allowzero` 1 / `special_zero` false).
+    Reshape(Vec<i64>, bool),
     /// Squeeze these axes of the Slice output, then unsqueeze these axes of the result.
     SqueezeUnsqueeze(Vec<i64>, Vec<i64>),
 }
@@ -190,34 +193,48 @@ fn lower_node(
                         sliced.push((axis, index as i64, index as i64 + 1, 1));
                     }
                 } else {
-                    sliced.push((axis, i, if i == -1 { i64::MAX } else { i + 1 }, 1));
+                    sliced.push((axis, i, if i == -1 { i64::MAX } else { i.saturating_add(1) }, 1));
                 }
                 slice_out[axis] = DeclaredDim::Known(1);
             }
         }
     }
 
+    // Empty ranges first: tract 0.23 mis-optimizes a multi-axis Slice where a later axis of
+    // size 1 becomes empty (PushSliceUp); the order of axes does not change a Slice's meaning.
+    sliced.sort_by_key(|a| (a.1 != a.2, a.0));
+
     // The Reshape target: known dims, 0 where the dim is copied from the same position, one -1.
     let shaping = if shrunk.is_empty() && new_axes.is_empty() {
         Shaping::None
     } else {
+        // No `-1`: runtimes cannot infer it when the tensor is empty (a dynamic dim may be 0),
+        // so a dim that is neither known nor copied in place falls back to Squeeze/Unsqueeze.
         let mut target = Vec::with_capacity(out_dims.len());
-        let mut minus_one = false;
         let mut ok = true;
         for (j, (d, src)) in out_dims.iter().enumerate() {
             match d {
                 DeclaredDim::Known(v) if *v > 0 => target.push(*v as i64),
                 _ if *src == Some(j) => target.push(0),
-                DeclaredDim::Known(_) => ok = false,
-                _ if !minus_one => {
-                    minus_one = true;
-                    target.push(-1);
-                }
                 _ => ok = false,
             }
         }
+        let all_known = out_dims
+            .iter()
+            .all(|(d, _)| matches!(d, DeclaredDim::Known(_)));
+        let literal_ok = format == Format::OpenVino || opset >= 14;
         if ok {
-            Shaping::Reshape(target)
+            Shaping::Reshape(target, false)
+        } else if all_known && literal_ok {
+            // Every dim known but a 0 sits where no copy can give it: literal zeros.
+            let t = out_dims
+                .iter()
+                .map(|(d, _)| match d {
+                    DeclaredDim::Known(v) => *v as i64,
+                    _ => 0,
+                })
+                .collect();
+            Shaping::Reshape(t, true)
         } else {
             Shaping::SqueezeUnsqueeze(shrunk.clone(), new_axes.clone())
         }
@@ -231,9 +248,21 @@ fn lower_node(
             rewrite::select(&plan, d, Clamp::Ov).map_err(|e| format!("left as is: {e}"))?;
         let shape = match &shaping {
             Shaping::None => Ok(shape),
-            Shaping::Reshape(t) => eval::reshape_target(&shape, t, true),
-            Shaping::SqueezeUnsqueeze(sq, un) => eval::squeeze_shape(&shape, sq)
-                .and_then(|s| eval::unsqueeze_shape(&s, un)),
+            Shaping::Reshape(t, literal) => eval::reshape_target(&shape, t, !literal),
+            Shaping::SqueezeUnsqueeze(sq, un) => {
+                let s = if sq.is_empty() {
+                    Ok(shape)
+                } else {
+                    eval::squeeze_shape(&shape, sq)
+                };
+                s.and_then(|s| {
+                    if un.is_empty() {
+                        Ok(s)
+                    } else {
+                        eval::unsqueeze_shape(&s, un)
+                    }
+                })
+            }
         }
         .map_err(|e| format!("left as is: translation validation: {e}"))?;
         rewrite::compare(old, &(idx, shape)).map_err(|e| format!("left as is: {e}"))?;
@@ -254,7 +283,7 @@ fn lower_node(
     let mut parts: Vec<&str> = Vec::new();
     let n_reshape_nodes = match &shaping {
         Shaping::None => 0,
-        Shaping::Reshape(_) => 1,
+        Shaping::Reshape(..) => 1,
         Shaping::SqueezeUnsqueeze(s, u) => usize::from(!s.is_empty()) + usize::from(!u.is_empty()),
     };
     let mut remaining = usize::from(!sliced.is_empty()) + n_reshape_nodes;
@@ -297,12 +326,13 @@ fn lower_node(
     let out_shape: Vec<DeclaredDim> = out_dims.iter().map(|(d, _)| d.clone()).collect();
     match &shaping {
         Shaping::None => {}
-        Shaping::Reshape(target) => {
+        Shaping::Reshape(target, literal) => {
             let t = b.const_i64("shape", target);
             let attrs = if ir {
-                vec![("special_zero".to_string(), Attr::String("true".into()))]
+                let v = if *literal { "false" } else { "true" };
+                vec![("special_zero".to_string(), Attr::String(v.into()))]
             } else if opset >= 14 {
-                vec![("allowzero".to_string(), Attr::Int(0))]
+                vec![("allowzero".to_string(), Attr::Int(i64::from(*literal)))]
             } else {
                 Vec::new()
             };

@@ -64,8 +64,14 @@ pub fn exact_range(start: i64, step: i64, len: u64, d: u64) -> Option<(i64, i64,
     if len == d && (step == 1 || d <= 1) {
         return None;
     }
+    // Canonical forms: an empty range is `d:d` (tract 0.23 mis-optimizes a `0:0` slice of a
+    // size-1 axis next to another sliced axis), a single element `i:i+1` (whatever the step).
     if len == 0 {
-        return Some((0, 0, step));
+        let d = i64::try_from(d).unwrap_or(i64::MAX);
+        return Some((d, d, 1));
+    }
+    if len == 1 {
+        return Some((start, start + 1, 1));
     }
     let last = start as i128 + step as i128 * (len as i128 - 1);
     let stop = if step > 0 {

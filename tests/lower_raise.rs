@@ -1,0 +1,321 @@
+//! Issue 7: `lower` (StridedSlice → Slice + Reshape) and `raise` (Slice + size-1 reshaping →
+//! StridedSlice) on every StridedSlice conformance case built as an ONNX custom-domain
+//! TF-style StridedSlice whose data is a graph input.
+//!
+//! 1. lowered models run in tract-onnx on `arange` give the oracle's shape and indices
+//!    (`expected_tf`); expected errors are refused by `lower`;
+//! 2. `lower` then `raise` gives back one StridedSlice whose plan, gathered by the semantics
+//!    core, selects the oracle's indices.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::*;
+use prost::Message;
+use slice_opt::formats::onnx::{proto, OnnxModel};
+use slice_opt::formats::Format;
+use slice_opt::ir::NodeKind;
+use slice_opt::passes::slice_node;
+use slice_opt::pipeline::{PassKind, Pipeline, Report};
+use slice_opt::semantics;
+use slice_opt::Model;
+
+fn load(m: &proto::ModelProto) -> Model {
+    let bytes = bytes::Bytes::from(m.encode_to_vec());
+    Model::Onnx(OnnxModel::from_bytes("case.onnx".as_ref(), bytes).expect("loads"))
+}
+
+fn run(m: &proto::ModelProto, passes: Vec<PassKind>) -> (Model, Report) {
+    let mut model = load(m);
+    let report = Pipeline::with_passes(passes)
+        .run(&mut model)
+        .expect("passes run");
+    (model, report)
+}
+
+fn ops(model: &Model) -> BTreeMap<String, usize> {
+    model.graph().op_counts()
+}
+
+/// Runs an ONNX model with one int32 input `x` = arange(shape) in tract.
+fn tract_run(bytes: &[u8], shape: &[u64], symbolic: bool) -> Result<(Vec<u64>, Vec<i64>), String> {
+    use tract_onnx::prelude::*;
+    let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+    let n: usize = shape.iter().product();
+    let data: Vec<i32> = (0..n as i32).collect();
+    let input = tract_ndarray::ArrayD::from_shape_vec(shape.clone(), data)
+        .map_err(|e| e.to_string())?;
+    let model = tract_onnx::onnx()
+        .model_for_read(&mut &bytes[..])
+        .and_then(|m| {
+            if symbolic {
+                Ok(m)
+            } else {
+                m.with_input_fact(0, i32::fact(&shape).into())
+            }
+        })
+        .and_then(|m| m.into_optimized())
+        .and_then(|m| m.into_runnable())
+        .map_err(|e| format!("{e:#}"))?;
+    let out = model
+        .run(tvec![Tensor::from(input).into()])
+        .map_err(|e| format!("{e:#}"))?;
+    let t = out[0].clone().into_tensor();
+    let shape = t.shape().iter().map(|&d| d as u64).collect();
+    let t = t.cast_to::<i64>().map_err(|e| format!("{e:#}"))?;
+    let values = t
+        .to_plain_array_view::<i64>()
+        .map_err(|e| format!("{e:#}"))?
+        .iter()
+        .copied()
+        .collect();
+    Ok((shape, values))
+}
+
+fn cases() -> Vec<serde_json::Value> {
+    load_cases("strided_slice.jsonl.gz")
+        .into_iter()
+        .filter(|c| c["ov_masks"].is_null())
+        .collect()
+}
+
+fn lower_and_run(symbolic: bool) {
+    let lowered_ops = ["Slice", "Reshape", "Squeeze", "Unsqueeze"];
+    let (mut pass, mut refused_err, mut refused_ok, mut fail) = (0, 0, Vec::new(), Vec::new());
+    let mut shapes: BTreeMap<String, usize> = BTreeMap::new();
+    let all = cases();
+    for c in &all {
+        let want = expected(&c["expected_tf"]);
+        let m = tf_strided_slice_model_with_input(c, symbolic);
+        let (model, report) = run(&m, vec![PassKind::Lower, PassKind::Cleanup]);
+        let counts = ops(&model);
+        let still = counts.contains_key("StridedSlice");
+        let Some((shape, indices)) = want else {
+            // An expected error: lower must leave the node (the runtime reports it), unless
+            // dims are unknown and the error depends on them (shrink out of range).
+            if still {
+                refused_err += 1;
+            } else if symbolic {
+                refused_err += 1;
+            } else {
+                fail.push(format!("{}: error case was lowered to {counts:?}", c["id"]));
+            }
+            continue;
+        };
+        if still {
+            let why = report.passes[0]
+                .skipped
+                .first()
+                .map(|s| s.what.clone())
+                .unwrap_or_default();
+            refused_ok.push(format!("{}: {why}", c["id"]));
+            continue;
+        }
+        if let Some(bad) = counts.keys().find(|k| !lowered_ops.contains(&k.as_str())) {
+            fail.push(format!("{}: unexpected op {bad} in {counts:?}", c["id"]));
+            continue;
+        }
+        if counts.get("Slice").copied().unwrap_or(0) > 1
+            || counts.get("Reshape").copied().unwrap_or(0) > 1
+        {
+            fail.push(format!("{}: more than one Slice/Reshape: {counts:?}", c["id"]));
+            continue;
+        }
+        let key = counts
+            .iter()
+            .map(|(k, v)| format!("{k}x{v}"))
+            .collect::<Vec<_>>()
+            .join("+");
+        *shapes.entry(key).or_default() += 1;
+        let Model::Onnx(om) = &model else {
+            unreachable!()
+        };
+        let bytes = om.to_proto().expect("encode").encode_to_vec();
+        let input_shape = uints(&c["input_shape"]);
+        match tract_run(&bytes, &input_shape, symbolic) {
+            Ok((s, v)) if s == shape && v.iter().map(|&x| x as u64).eq(indices.iter().copied()) => {
+                pass += 1
+            }
+            other => fail.push(format!(
+                "{}: want {:?}, tract gives {:?} ({counts:?})",
+                c["id"],
+                (&shape, &indices),
+                other
+            )),
+        }
+    }
+    let kind = if symbolic { "symbolic" } else { "static" };
+    println!(
+        "lower ({kind} input dims), {} cases: {pass} run in tract with the oracle's result, \
+         {refused_err} expected errors refused, {} valid cases left as is, {} failed",
+        all.len(),
+        refused_ok.len(),
+        fail.len()
+    );
+    println!("  lowered forms: {shapes:?}");
+    for r in refused_ok.iter().take(5) {
+        println!("  left as is: {r}");
+    }
+    assert!(
+        fail.is_empty(),
+        "{} cases differ:\n{}",
+        fail.len(),
+        fail.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
+    if !symbolic {
+        assert!(refused_ok.is_empty(), "static dims: every valid case lowers");
+    }
+}
+
+#[test]
+fn lowered_tf_strided_slices_run_in_tract_like_the_oracle() {
+    lower_and_run(false);
+}
+
+#[test]
+fn lowered_tf_strided_slices_on_symbolic_dims_run_in_tract_like_the_oracle() {
+    lower_and_run(true);
+}
+
+#[test]
+fn lower_then_raise_gives_one_equivalent_strided_slice() {
+    let all = cases();
+    let (mut pass, mut no_slice, mut errors, mut fail) = (0, 0, 0, Vec::new());
+    for c in &all {
+        let Some((shape, indices)) = expected(&c["expected_tf"]) else {
+            errors += 1;
+            continue;
+        };
+        let m = tf_strided_slice_model_with_input(c, false);
+        let (model, _) = run(&m, vec![PassKind::Lower, PassKind::Cleanup]);
+        if !ops(&model).contains_key("Slice") {
+            // Nothing sliced: lower left only a Reshape (or nothing), which raise does not touch.
+            no_slice += 1;
+            continue;
+        }
+        let (model, report) = run(
+            &m,
+            vec![PassKind::Lower, PassKind::Raise, PassKind::Cleanup],
+        );
+        let counts = ops(&model);
+        if counts.len() != 1 || counts.get("StridedSlice") != Some(&1) {
+            fail.push(format!(
+                "{}: after lower+raise {counts:?}; raise said {:?}",
+                c["id"], report.passes[1].skipped
+            ));
+            continue;
+        }
+        let g = model.graph();
+        let ix =
+            g.g.node_indices()
+                .find(|&ix| g.node(ix).op_type == "StridedSlice")
+                .expect("one");
+        let op = slice_node::classify(g, ix, Format::Onnx, 17).expect("a slice");
+        let sn = slice_node::decode(g, ix, op).expect("decodes");
+        let dims = uints(&c["input_shape"]);
+        let got = semantics::gather(&sn.plan, &dims, op.clamp(), 1 << 26);
+        let got_shape = semantics::output_shape(&sn.plan, &dims, op.clamp());
+        match (got, got_shape) {
+            (Ok(i), Ok(s)) if i == indices && s == shape => pass += 1,
+            other => fail.push(format!("{}: raised plan {} gives {other:?}", c["id"], sn.plan)),
+        }
+        let Model::Onnx(om) = &model else {
+            unreachable!()
+        };
+        let p = om.to_proto().expect("encode");
+        assert!(p
+            .opset_import
+            .iter()
+            .any(|o| o.domain() == "org.tensorflow"));
+    }
+    println!(
+        "lower+raise, {} cases: {pass} give one StridedSlice selecting the oracle's indices, \
+         {no_slice} lowered without a Slice (nothing to raise), {errors} expected errors, {} failed",
+        all.len(),
+        fail.len()
+    );
+    assert!(
+        fail.is_empty(),
+        "{} cases differ:\n{}",
+        fail.len(),
+        fail.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
+}
+
+/// The traps of issue 7, on symbolic dims (raw parameters, no resolution).
+#[test]
+fn lower_traps_on_unknown_dims() {
+    let case = |begin: &[i64], end: &[i64], strides: &[i64], bm: i64, em: i64, sh: i64| {
+        serde_json::json!({
+            "id": "trap", "input_shape": [5, 4],
+            "begin": begin, "end": end, "strides": strides,
+            "begin_mask": bm, "end_mask": em, "ellipsis_mask": 0,
+            "new_axis_mask": 0, "shrink_axis_mask": sh,
+        })
+    };
+    let slice_params = |model: &Model| -> Vec<Vec<i64>> {
+        let g = model.graph();
+        let ix =
+            g.g.node_indices()
+                .find(|&ix| g.node(ix).op_type == "Slice")
+                .expect("a Slice");
+        (1..5)
+            .map(|p| {
+                g.constant_at(g.input(ix, p).expect("input"))
+                    .expect("const")
+                    .to_i64_vec()
+                    .expect("ints")
+            })
+            .collect()
+    };
+    // x[-1]: start -1, end INT64_MAX (not 0).
+    let m = tf_strided_slice_model_with_input(&case(&[-1], &[0], &[1], 0, 0, 1), true);
+    let (model, _) = run(&m, vec![PassKind::Lower]);
+    assert_eq!(
+        slice_params(&model),
+        vec![vec![-1], vec![i64::MAX], vec![0], vec![1]]
+    );
+    // x[::-1] via masks: start INT64_MAX, stop INT64_MIN.
+    let m = tf_strided_slice_model_with_input(&case(&[0], &[0], &[-1], 1, 1, 0), true);
+    let (model, _) = run(&m, vec![PassKind::Lower]);
+    assert_eq!(
+        slice_params(&model),
+        vec![vec![i64::MAX], vec![i64::MIN], vec![0], vec![-1]]
+    );
+    // x[-7::-1] on an unknown dim: TF empty when dim < 7, Slice one element: left as is.
+    let m = tf_strided_slice_model_with_input(&case(&[-7], &[0], &[-1], 0, 1, 0), true);
+    let (model, report) = run(&m, vec![PassKind::Lower]);
+    assert!(ops(&model).contains_key("StridedSlice"));
+    assert!(report.passes[0].skipped[0].what.contains("unknown size"));
+    // Same on a static dim: exact parameters (empty range).
+    let m = tf_strided_slice_model_with_input(&case(&[-7], &[0], &[-1], 0, 1, 0), false);
+    let (model, report) = run(&m, vec![PassKind::Lower]);
+    assert!(!ops(&model).contains_key("StridedSlice"), "{report:?}");
+    assert_eq!(report.passes[0].changes.len(), 1);
+}
+
+#[test]
+fn lower_leaves_non_constant_begin() {
+    let c = serde_json::json!({
+        "id": "dyn", "input_shape": [5, 4],
+        "begin": [1], "end": [3], "strides": [1],
+        "begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0,
+        "new_axis_mask": 0, "shrink_axis_mask": 0,
+    });
+    let mut m = tf_strided_slice_model_with_input(&c, false);
+    let g = m.graph.as_mut().expect("graph");
+    g.initializer.retain(|t| t.name() != "begin");
+    let mut begin = i32_input("begin", &[Some(1)]);
+    if let Some(proto::type_proto::Value::TensorType(t)) =
+        begin.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.elem_type = Some(7);
+    }
+    g.input.push(begin);
+    let (model, report) = run(&m, vec![PassKind::Lower]);
+    assert!(ops(&model).contains_key("StridedSlice"));
+    let why = &report.passes[0].skipped[0].what;
+    assert!(why.contains("non-constant"), "{why}");
+    let _ = NodeKind::Op;
+}
