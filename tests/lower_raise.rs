@@ -39,22 +39,16 @@ fn ops(model: &Model) -> BTreeMap<String, usize> {
 }
 
 /// Runs an ONNX model with one int32 input `x` = arange(shape) in tract.
-fn tract_run(bytes: &[u8], shape: &[u64], symbolic: bool) -> Result<(Vec<u64>, Vec<i64>), String> {
+fn tract_run(bytes: &[u8], shape: &[u64]) -> Result<(Vec<u64>, Vec<i64>), String> {
     use tract_onnx::prelude::*;
     let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
     let n: usize = shape.iter().product();
     let data: Vec<i32> = (0..n as i32).collect();
-    let input = tract_ndarray::ArrayD::from_shape_vec(shape.clone(), data)
-        .map_err(|e| e.to_string())?;
+    let input =
+        tract_ndarray::ArrayD::from_shape_vec(shape.clone(), data).map_err(|e| e.to_string())?;
     let model = tract_onnx::onnx()
         .model_for_read(&mut &bytes[..])
-        .and_then(|m| {
-            if symbolic {
-                Ok(m)
-            } else {
-                m.with_input_fact(0, i32::fact(&shape).into())
-            }
-        })
+        .and_then(|m| m.with_input_fact(0, i32::fact(&shape).into()))
         .and_then(|m| m.into_optimized())
         .and_then(|m| m.into_runnable())
         .map_err(|e| format!("{e:#}"))?;
@@ -73,6 +67,22 @@ fn tract_run(bytes: &[u8], shape: &[u64], symbolic: bool) -> Result<(Vec<u64>, V
     Ok((shape, values))
 }
 
+/// Folds a model whose inputs are all constants; the constant feeding the graph output.
+fn fold_output(m: &proto::ModelProto) -> Result<(Vec<u64>, Vec<i64>), String> {
+    let mut model = load(m);
+    Pipeline::with_passes(vec![PassKind::Fold, PassKind::Cleanup])
+        .run(&mut model)
+        .map_err(|e| e.to_string())?;
+    let g = model.graph();
+    let out =
+        g.g.node_indices()
+            .find(|&ix| g.node(ix).kind == NodeKind::Output)
+            .ok_or("no output")?;
+    let src = g.input(out, 0).ok_or("output not fed")?;
+    let t = g.constant_at(src).ok_or("output not folded")?;
+    Ok((t.shape.clone(), t.to_i64_vec().ok_or("unreadable")?))
+}
+
 fn cases() -> Vec<serde_json::Value> {
     load_cases("strided_slice.jsonl.gz")
         .into_iter()
@@ -84,6 +94,10 @@ fn lower_and_run(symbolic: bool) {
     let lowered_ops = ["Slice", "Reshape", "Squeeze", "Unsqueeze"];
     let (mut pass, mut refused_err, mut refused_ok, mut fail) = (0, 0, Vec::new(), Vec::new());
     let mut shapes: BTreeMap<String, usize> = BTreeMap::new();
+    let (mut tract_same, mut tract_differs, mut tract_refuses) = (0, 0, 0);
+    // Symbolic dims: an error that depends on the dims (shrink index out of range) cannot be
+    // seen by lower; the lowered model then fails or selects nothing at run time.
+    let mut lowered_err = 0;
     let all = cases();
     for c in &all {
         let want = expected(&c["expected_tf"]);
@@ -97,7 +111,7 @@ fn lower_and_run(symbolic: bool) {
             if still {
                 refused_err += 1;
             } else if symbolic {
-                refused_err += 1;
+                lowered_err += 1;
             } else {
                 fail.push(format!("{}: error case was lowered to {counts:?}", c["id"]));
             }
@@ -119,7 +133,10 @@ fn lower_and_run(symbolic: bool) {
         if counts.get("Slice").copied().unwrap_or(0) > 1
             || counts.get("Reshape").copied().unwrap_or(0) > 1
         {
-            fail.push(format!("{}: more than one Slice/Reshape: {counts:?}", c["id"]));
+            fail.push(format!(
+                "{}: more than one Slice/Reshape: {counts:?}",
+                c["id"]
+            ));
             continue;
         }
         let key = counts
@@ -131,9 +148,50 @@ fn lower_and_run(symbolic: bool) {
         let Model::Onnx(om) = &model else {
             unreachable!()
         };
-        let bytes = om.to_proto().expect("encode").encode_to_vec();
         let input_shape = uints(&c["input_shape"]);
-        match tract_run(&bytes, &input_shape, symbolic) {
+        let mut p = om.to_proto().expect("encode");
+        if symbolic {
+            // Lowered on symbolic dims (raw parameters, INT64 bounds). Judge: the ONNX Slice
+            // semantics of the core (fold on an arange constant), because tract 0.23 deviates
+            // from ONNX on such parameters (start > end with a positive step is refused,
+            // INT64_MAX/INT64_MIN starts and stops are mis-clamped). tract is run too, on the
+            // concrete input, and its disagreements are counted.
+            p.graph.as_mut().expect("graph").value_info.clear();
+            let mut folded = p.clone();
+            let fg = folded.graph.as_mut().expect("graph");
+            fg.input.clear();
+            fg.initializer.push(arange_i32("x", &input_shape));
+            match fold_output(&folded) {
+                Ok((s, v))
+                    if s == shape && v.iter().map(|&x| x as u64).eq(indices.iter().copied()) =>
+                {
+                    pass += 1
+                }
+                other => {
+                    fail.push(format!(
+                        "{}: want {:?}, the core's ONNX semantics give {:?} ({counts:?})",
+                        c["id"],
+                        (&shape, &indices),
+                        other
+                    ));
+                    continue;
+                }
+            }
+            let dims: Vec<Option<u64>> = input_shape.iter().map(|&d| Some(d)).collect();
+            p.graph.as_mut().expect("graph").input[0] = i32_input("x", &dims);
+            match tract_run(&p.encode_to_vec(), &input_shape) {
+                Ok((s, v))
+                    if s == shape && v.iter().map(|&x| x as u64).eq(indices.iter().copied()) =>
+                {
+                    tract_same += 1
+                }
+                Ok(_) => tract_differs += 1,
+                Err(_) => tract_refuses += 1,
+            }
+            continue;
+        }
+        let bytes = p.encode_to_vec();
+        match tract_run(&bytes, &input_shape) {
             Ok((s, v)) if s == shape && v.iter().map(|&x| x as u64).eq(indices.iter().copied()) => {
                 pass += 1
             }
@@ -146,14 +204,26 @@ fn lower_and_run(symbolic: bool) {
         }
     }
     let kind = if symbolic { "symbolic" } else { "static" };
+    let judge = if symbolic {
+        "core ONNX semantics on arange"
+    } else {
+        "tract-onnx on arange"
+    };
     println!(
-        "lower ({kind} input dims), {} cases: {pass} run in tract with the oracle's result, \
-         {refused_err} expected errors refused, {} valid cases left as is, {} failed",
+        "lower ({kind} input dims), {} cases: {pass} give the oracle's result ({judge}), \
+         {refused_err} expected errors refused ({lowered_err} lowered: dim-dependent), \
+         {} valid cases left as is, {} failed",
         all.len(),
         refused_ok.len(),
         fail.len()
     );
     println!("  lowered forms: {shapes:?}");
+    if symbolic {
+        println!(
+            "  tract 0.23 on the same lowered models (concrete input): {tract_same} agree, \
+             {tract_differs} differ, {tract_refuses} refused (tract's own Slice deviations)"
+        );
+    }
     for r in refused_ok.iter().take(5) {
         println!("  left as is: {r}");
     }
@@ -164,7 +234,10 @@ fn lower_and_run(symbolic: bool) {
         fail.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
     );
     if !symbolic {
-        assert!(refused_ok.is_empty(), "static dims: every valid case lowers");
+        assert!(
+            refused_ok.is_empty(),
+            "static dims: every valid case lowers"
+        );
     }
 }
 
@@ -218,7 +291,10 @@ fn lower_then_raise_gives_one_equivalent_strided_slice() {
         let got_shape = semantics::output_shape(&sn.plan, &dims, op.clamp());
         match (got, got_shape) {
             (Ok(i), Ok(s)) if i == indices && s == shape => pass += 1,
-            other => fail.push(format!("{}: raised plan {} gives {other:?}", c["id"], sn.plan)),
+            other => fail.push(format!(
+                "{}: raised plan {} gives {other:?}",
+                c["id"], sn.plan
+            )),
         }
         let Model::Onnx(om) = &model else {
             unreachable!()
@@ -317,5 +393,4 @@ fn lower_leaves_non_constant_begin() {
     assert!(ops(&model).contains_key("StridedSlice"));
     let why = &report.passes[0].skipped[0].what;
     assert!(why.contains("non-constant"), "{why}");
-    let _ = NodeKind::Op;
 }

@@ -88,16 +88,12 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
 
 /// The Slice plan of `axes` on an input of rank `rank` (Slice clamping).
 fn slice_plan(axes: &[SliceAxis], rank: usize) -> std::result::Result<SlicePlan, String> {
-    let c = |f: fn(&SliceAxis) -> i64| -> Vec<Option<i64>> { axes.iter().map(|a| Some(f(a))).collect() };
+    let c = |f: fn(&SliceAxis) -> i64| -> Vec<Option<i64>> {
+        axes.iter().map(|a| Some(f(a))).collect()
+    };
     let ax: Vec<i64> = axes.iter().map(|a| a.0 as i64).collect();
-    semantics::ov_slice8(
-        &c(|a| a.1),
-        &c(|a| a.2),
-        Some(&c(|a| a.3)),
-        Some(&ax),
-        rank,
-    )
-    .map_err(|e| format!("internal: the Slice built is invalid: {e}"))
+    semantics::ov_slice8(&c(|a| a.1), &c(|a| a.2), Some(&c(|a| a.3)), Some(&ax), rank)
+        .map_err(|e| format!("internal: the Slice built is invalid: {e}"))
 }
 
 fn lower_node(
@@ -122,9 +118,9 @@ fn lower_node(
     let static_dims: Option<Vec<u64>> = dims.iter().copied().collect();
     // Validate the old node first: an invalid one (shrink out of range...) is left alone.
     let old_sel = match &static_dims {
-        Some(d) => Some(
-            rewrite::select(&sn.plan, d, clamp).map_err(|e| format!("left as is: {e}"))?,
-        ),
+        Some(d) => {
+            Some(rewrite::select(&sn.plan, d, clamp).map_err(|e| format!("left as is: {e}"))?)
+        }
         None => None,
     };
 
@@ -193,7 +189,16 @@ fn lower_node(
                         sliced.push((axis, index as i64, index as i64 + 1, 1));
                     }
                 } else {
-                    sliced.push((axis, i, if i == -1 { i64::MAX } else { i.saturating_add(1) }, 1));
+                    sliced.push((
+                        axis,
+                        i,
+                        if i == -1 {
+                            i64::MAX
+                        } else {
+                            i.saturating_add(1)
+                        },
+                        1,
+                    ));
                 }
                 slice_out[axis] = DeclaredDim::Known(1);
             }
@@ -385,7 +390,11 @@ fn lower_node(
             }
         }
     }
-    let note = if validated { "" } else { " (input shape not static: not validated)" };
+    let note = if validated {
+        ""
+    } else {
+        " (input shape not static: not validated)"
+    };
     match last {
         Some(last) => {
             rewrite::take_over(graph, ix, last);

@@ -179,7 +179,9 @@ fn follow_events(
             let target = const_ints(graph, f, 1)??;
             let zero_copies = match format {
                 Format::OpenVino => matches!(
-                    n.attr_str("special_zero").map(|s| s.trim().to_ascii_lowercase()).as_deref(),
+                    n.attr_str("special_zero")
+                        .map(|s| s.trim().to_ascii_lowercase())
+                        .as_deref(),
                     Some("true" | "1")
                 ),
                 Format::Onnx => n.attr_int("allowzero").unwrap_or(0) == 0,
@@ -259,9 +261,9 @@ fn raise_node(
     let dims = rewrite::known_dims(graph, sn.data).unwrap_or_else(|| vec![None; rank]);
     let static_dims: Option<Vec<u64>> = dims.iter().copied().collect();
     let old_sel = match &static_dims {
-        Some(d) => Some(
-            rewrite::select(&sn.plan, d, op.clamp()).map_err(|e| format!("left as is: {e}"))?,
-        ),
+        Some(d) => {
+            Some(rewrite::select(&sn.plan, d, op.clamp()).map_err(|e| format!("left as is: {e}"))?)
+        }
         None => None,
     };
     let declared_out = rewrite::known_dims(graph, OutletId { node: ix, port: 0 });
@@ -385,7 +387,15 @@ fn raise_node(
         let (b, en, s, bm, em, na, sh) = match *e {
             Ev::Keep(a) => {
                 let t = ents[a];
-                (t.begin, t.end, t.stride, t.begin_mask, t.end_mask, false, false)
+                (
+                    t.begin,
+                    t.end,
+                    t.stride,
+                    t.begin_mask,
+                    t.end_mask,
+                    false,
+                    false,
+                )
             }
             Ev::Remove(a) => {
                 let i = single[a].ok_or("internal: removed axis without an index")?;
@@ -452,12 +462,7 @@ fn raise_node(
             let v = if ir {
                 rewrite::ov_list(m)
             } else {
-                Attr::Int(
-                    m.iter()
-                        .enumerate()
-                        .map(|(i, &x)| x << i)
-                        .sum::<i64>(),
-                )
+                Attr::Int(m.iter().enumerate().map(|(i, &x)| x << i).sum::<i64>())
             };
             (n.to_string(), v)
         })

@@ -4,7 +4,9 @@
 use petgraph::stable_graph::NodeIndex;
 
 use crate::formats::Format;
-use crate::ir::{Attr, DType, DeclaredDim, Graph, Node, NodeKind, OutletId, Tensor, Value, ValueType};
+use crate::ir::{
+    Attr, DType, DeclaredDim, Graph, Node, NodeKind, OutletId, Tensor, Value, ValueType,
+};
 use crate::passes::slice_node;
 use crate::semantics::{
     self, AxisPlan, Bound, Clamp, ResolvedAxis, SliceError, SlicePlan, DEFAULT_MAX_ELEMENTS,
@@ -228,7 +230,12 @@ pub fn compare(old: &Selection, new: &Selection) -> Result<(), String> {
         ));
     }
     if old.0 != new.0 {
-        let at = old.0.iter().zip(&new.0).position(|(a, b)| a != b).unwrap_or(0);
+        let at = old
+            .0
+            .iter()
+            .zip(&new.0)
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
         return Err(format!(
             "translation validation failed: selected indices differ (first at output element {at})"
         ));
