@@ -13,8 +13,17 @@ use crate::passes::slice_node::{self, DecodeError};
 use crate::pipeline::{Change, PassReport};
 use crate::semantics;
 
-/// The inferred output type of one slice node, or why there is none.
-pub type Inferred = std::result::Result<ValueType, DecodeError>;
+/// The inferred output type of one slice node (as the file will declare it, and as exact
+/// [`semantics::Dim`]s), or why there is none.
+pub type Inferred = std::result::Result<(ValueType, Vec<semantics::Dim>), DecodeError>;
+
+/// The inferred output type of the slice node `ix` as the file will declare it.
+pub fn infer_type(
+    model: &Model,
+    ix: petgraph::stable_graph::NodeIndex,
+) -> Option<std::result::Result<ValueType, DecodeError>> {
+    infer_node(model, ix).map(|r| r.map(|(t, _)| t))
+}
 
 /// Infers the output type of the slice node `ix` (`None` if it is not a slice node).
 pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Option<Inferred> {
@@ -24,7 +33,7 @@ pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Optio
         Model::OpenVino(_) => 0,
     };
     let op = slice_node::classify(graph, ix, model.format(), opset)?;
-    Some((|| {
+    Some((|| -> Inferred {
         let sn = slice_node::decode(graph, ix, op)?;
         let declared = slice_node::declared_shape(graph, sn.data).unwrap_or_default();
         let dims: Vec<semantics::Dim> = declared.iter().map(slice_node::to_dim).collect();
@@ -35,14 +44,15 @@ pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Optio
             .constant_at(sn.data)
             .map(|t| t.dtype)
             .or_else(|| graph.value(sn.data).and_then(|v| v.ty.dtype));
-        Ok(ValueType {
+        let ty = ValueType {
             dtype,
             shape: Some(
                 out.iter()
                     .map(|d| slice_node::from_dim(d, symbolic))
                     .collect(),
             ),
-        })
+        };
+        Ok((ty, out))
     })())
 }
 
@@ -77,7 +87,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         let node = model.graph().node(ix);
         let (name, op) = (node.name.clone(), node.op_type.clone());
         match result {
-            Ok(mut ty) => {
+            Ok((mut ty, dims)) => {
                 let before = node
                     .outputs
                     .first()
@@ -92,7 +102,13 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
                         op,
                         what: "shape inferred".into(),
                         before: Some(show(&before)),
-                        after: Some(show(&ty)),
+                        after: Some(format!(
+                            "[{}]",
+                            dims.iter()
+                                .map(|d| d.to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )),
                     });
                     let n = model.graph_mut().node_mut(ix);
                     if let Some(v) = n.outputs.first_mut() {

@@ -23,6 +23,20 @@ impl OvModel {
         })
     }
 
+    /// The declared shape of input `port` of `node` (its `<input><port>` dims).
+    pub fn input_port_shape(
+        &self,
+        _node: petgraph::stable_graph::NodeIndex,
+        _port: usize,
+    ) -> Option<Vec<crate::ir::DeclaredDim>> {
+        None
+    }
+
+    /// The IR `version` attribute of `<net>`.
+    pub fn ir_version(&self) -> Option<i64> {
+        None
+    }
+
     /// Saves to `path` (and the `.bin` beside it).
     pub fn save(&self, path: &Path) -> Result<()> {
         Err(Error::Format {
