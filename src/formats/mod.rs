@@ -28,6 +28,7 @@ impl std::fmt::Display for Format {
 
 /// A loaded model of either format.
 #[derive(Debug, Clone)]
+#[allow(clippy::large_enum_variant)] // one model per process: the size does not matter
 pub enum Model {
     Onnx(onnx::OnnxModel),
     OpenVino(openvino::OvModel),
