@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! # slice-opt
 //!
 //! Shape inference, constant folding, lowering and raising of `StridedSlice` and `Slice` nodes in

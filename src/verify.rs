@@ -63,44 +63,45 @@ fn random_inputs(model: &OnnxModel, seed: u64) -> Result<Vec<Tensor>, String> {
             })
             .collect();
         let count: usize = shape.iter().product();
-        let t =
-            match ty.dtype.unwrap_or(DType::F32) {
-                DType::F32 => Tensor::from_shape(
-                    &shape,
-                    &(0..count)
-                        .map(|_| (rng.next() % 2000) as f32 / 1000.0 - 1.0)
-                        .collect::<Vec<f32>>(),
-                ),
-                DType::F64 => Tensor::from_shape(
-                    &shape,
-                    &(0..count)
-                        .map(|_| (rng.next() % 2000) as f64 / 1000.0 - 1.0)
-                        .collect::<Vec<f64>>(),
-                ),
-                DType::I64 => Tensor::from_shape(
-                    &shape,
-                    &(0..count)
-                        .map(|_| (rng.next() % 4) as i64)
-                        .collect::<Vec<i64>>(),
-                ),
-                DType::I32 => Tensor::from_shape(
-                    &shape,
-                    &(0..count)
-                        .map(|_| (rng.next() % 4) as i32)
-                        .collect::<Vec<i32>>(),
-                ),
-                DType::Bool => Tensor::from_shape(
-                    &shape,
-                    &(0..count)
-                        .map(|_| rng.next() % 2 == 0)
-                        .collect::<Vec<bool>>(),
-                ),
-                other => return Err(format!(
+        let t = match ty.dtype.unwrap_or(DType::F32) {
+            DType::F32 => Tensor::from_shape(
+                &shape,
+                &(0..count)
+                    .map(|_| (rng.next() % 2000) as f32 / 1000.0 - 1.0)
+                    .collect::<Vec<f32>>(),
+            ),
+            DType::F64 => Tensor::from_shape(
+                &shape,
+                &(0..count)
+                    .map(|_| (rng.next() % 2000) as f64 / 1000.0 - 1.0)
+                    .collect::<Vec<f64>>(),
+            ),
+            DType::I64 => Tensor::from_shape(
+                &shape,
+                &(0..count)
+                    .map(|_| (rng.next() % 4) as i64)
+                    .collect::<Vec<i64>>(),
+            ),
+            DType::I32 => Tensor::from_shape(
+                &shape,
+                &(0..count)
+                    .map(|_| (rng.next() % 4) as i32)
+                    .collect::<Vec<i32>>(),
+            ),
+            DType::Bool => Tensor::from_shape(
+                &shape,
+                &(0..count)
+                    .map(|_| rng.next() % 2 == 0)
+                    .collect::<Vec<bool>>(),
+            ),
+            other => {
+                return Err(format!(
                     "input '{}' has element type {other:?}, which verification does not generate",
                     n.name
-                )),
+                ))
             }
-            .map_err(|e| format!("{e:#}"))?;
+        }
+        .map_err(|e| format!("{e:#}"))?;
         out.push(t);
     }
     Ok(out)

@@ -753,7 +753,9 @@ fn rebuild_graph(
             continue;
         }
         for v in &n.outputs {
+            // An entry needs an element type: without one, readers reject the model.
             if v.ty_changed
+                && v.ty.dtype.is_some()
                 && !v.name.is_empty()
                 && !seen.contains(&v.name)
                 && !io_names.contains(v.name.as_str())

@@ -500,11 +500,14 @@ impl OvModel {
             .elements()
             .filter(|e| e.name == "layer")
             .nth(i)?;
-        let p = layer
-            .child("input")?
-            .elements()
-            .find(|e| e.name == "port" && e.attr("id").and_then(|v| v.trim().parse::<i64>().ok()) == Some(port_id))?;
-        p.elements().filter(|e| e.name == "dim").map(|d| parse_dim(&d.text())).collect()
+        let p = layer.child("input")?.elements().find(|e| {
+            e.name == "port"
+                && e.attr("id").and_then(|v| v.trim().parse::<i64>().ok()) == Some(port_id)
+        })?;
+        p.elements()
+            .filter(|e| e.name == "dim")
+            .map(|d| parse_dim(&d.text()))
+            .collect()
     }
 
     /// The IR `version` attribute of `<net>`.
