@@ -142,6 +142,13 @@ fn changed_graph_saves_well_formed_and_reloads() {
     let text = String::from_utf8(read(&out)).unwrap();
     assert!(text.contains("<dim>1..8</dim>"), "{text}");
     assert!(!text.contains("\"Relu\""));
+    assert!(
+        text.contains(
+            "<layer id=\"7\" name=\"extra_const\" type=\"Const\" version=\"opset1\">\n\t\t\t\
+             <data element_type=\"i64\" shape=\"2\" offset=\"36\" size=\"16\" />\n\t\t\t<output>"
+        ),
+        "{text}"
+    );
 
     let bin_in = read(&bin_path_for(&src));
     let bin_out = read(&bin_path_for(&out));

@@ -1119,7 +1119,11 @@ fn set_ports(
     match gi {
         Some(i) => el.children[i] = XmlNode::Element(ge),
         None => {
-            let at = el.child_index(after).map(|i| i + 1).unwrap_or(0);
+            let at = el
+                .child_index(after)
+                .or_else(|| el.child_index("data"))
+                .map(|i| i + 1)
+                .unwrap_or(0);
             el.children.insert(at, XmlNode::Element(ge));
         }
     }
