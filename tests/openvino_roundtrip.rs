@@ -142,6 +142,13 @@ fn changed_graph_saves_well_formed_and_reloads() {
     let text = String::from_utf8(read(&out)).unwrap();
     assert!(text.contains("<dim>1..8</dim>"), "{text}");
     assert!(!text.contains("\"Relu\""));
+    assert!(
+        text.contains(
+            "<layer id=\"7\" name=\"extra_const\" type=\"Const\" version=\"opset1\">\n\t\t\t\
+             <data element_type=\"i64\" shape=\"2\" offset=\"36\" size=\"16\" />\n\t\t\t<output>"
+        ),
+        "{text}"
+    );
 
     let bin_in = read(&bin_path_for(&src));
     let bin_out = read(&bin_path_for(&out));
@@ -500,4 +507,26 @@ fn bad_dims_and_garbage_never_panic() {
         std::fs::write(&p, &b).unwrap();
         let _ = OvModel::load(&p);
     }
+}
+
+#[test]
+fn dims_parse_and_format_as_openvino_reads_them() {
+    use slice_opt::formats::openvino::{format_dim, parse_dim};
+    let cases = [
+        ("7", DeclaredDim::Known(7), "7"),
+        ("-1", DeclaredDim::Unknown, "-1"),
+        ("?", DeclaredDim::Unknown, "-1"),
+        ("1..10", DeclaredDim::Interval(1, Some(10)), "1..10"),
+        ("3..", DeclaredDim::Interval(3, None), "3.."),
+        ("3..-1", DeclaredDim::Interval(3, None), "3.."),
+        ("0..", DeclaredDim::Interval(0, None), "-1"),
+    ];
+    for (text, dim, written) in cases {
+        assert_eq!(parse_dim(text), Some(dim.clone()), "{text}");
+        assert_eq!(format_dim(&dim), written, "{text}");
+    }
+    for bad in ["", "x", "-2", "5..2", "1..2..3", "99999999999999999999999"] {
+        assert_eq!(parse_dim(bad), None, "{bad}");
+    }
+    assert_eq!(format_dim(&DeclaredDim::Param("batch".into())), "-1");
 }

@@ -119,13 +119,14 @@ pub fn parse_dim(text: &str) -> Option<DeclaredDim> {
     t.parse::<u64>().ok().map(DeclaredDim::Known)
 }
 
-/// Formats a dim as OpenVINO writes it in a port (`-1` for anything not known or bounded).
+/// Formats a dim for a port `<dim>`: OpenVINO reads `N`, `-1`, `lo..hi` and `lo..` there (but
+/// not `?` or `..hi`); a named dim has no IR spelling and becomes `-1`.
 pub fn format_dim(d: &DeclaredDim) -> String {
     match d {
         DeclaredDim::Known(v) => v.to_string(),
         DeclaredDim::Interval(lo, Some(hi)) => format!("{lo}..{hi}"),
         DeclaredDim::Interval(0, None) => "-1".to_string(),
-        DeclaredDim::Interval(lo, None) => format!("{lo}..-1"),
+        DeclaredDim::Interval(lo, None) => format!("{lo}.."),
         DeclaredDim::Param(_) | DeclaredDim::Unknown => "-1".to_string(),
     }
 }
@@ -1147,7 +1148,11 @@ fn set_ports(
     match gi {
         Some(i) => el.children[i] = XmlNode::Element(ge),
         None => {
-            let at = el.child_index(after).map(|i| i + 1).unwrap_or(0);
+            let at = el
+                .child_index(after)
+                .or_else(|| el.child_index("data"))
+                .map(|i| i + 1)
+                .unwrap_or(0);
             el.children.insert(at, XmlNode::Element(ge));
         }
     }
