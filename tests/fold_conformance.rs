@@ -163,22 +163,32 @@ fn folded_slice_models_run_in_tract_like_the_unfolded_ones() {
 /// Folds a one-op IR model: the constant feeding the Result, or `Err` when refused.
 fn fold_ir((xml, bin): (String, Vec<u8>)) -> Result<(Vec<u64>, Vec<i64>), String> {
     use slice_opt::formats::openvino::OvModel;
-    let ov = OvModel::from_parts("case.xml".as_ref(), xml, Some(bytes::Bytes::from(bin))).map_err(|e| e.to_string())?;
+    let ov = OvModel::from_parts("case.xml".as_ref(), xml, Some(bytes::Bytes::from(bin)))
+        .map_err(|e| e.to_string())?;
     let mut model = Model::OpenVino(ov);
     Pipeline::with_passes(vec![PassKind::Fold, PassKind::Cleanup])
         .run(&mut model)
         .map_err(|e| e.to_string())?;
     // The model must still serialize.
-    let Model::OpenVino(ov) = &model else { unreachable!("IR in, IR out") };
+    let Model::OpenVino(ov) = &model else {
+        unreachable!("IR in, IR out")
+    };
     ov.to_parts().map_err(|e| format!("save: {e}"))?;
     let g = model.graph();
-    let result = g.g.node_indices().find(|&ix| g.node(ix).op_type == "Result").expect("Result");
+    let result =
+        g.g.node_indices()
+            .find(|&ix| g.node(ix).op_type == "Result")
+            .expect("Result");
     let src = g.input(result, 0).expect("Result is fed");
     let t = g.constant_at(src).ok_or("not a constant after fold")?;
     Ok((t.shape.clone(), t.to_i64_vec().expect("i32 values")))
 }
 
-fn compare_ir(file: &str, expected_key: &str, build: fn(&serde_json::Value) -> (String, Vec<u8>)) -> (usize, Vec<String>) {
+fn compare_ir(
+    file: &str,
+    expected_key: &str,
+    build: fn(&serde_json::Value) -> (String, Vec<u8>),
+) -> (usize, Vec<String>) {
     let cases = load_cases(file);
     let (mut pass, mut fail) = (0, Vec::new());
     for c in &cases {
@@ -196,13 +206,29 @@ fn compare_ir(file: &str, expected_key: &str, build: fn(&serde_json::Value) -> (
 #[test]
 fn ir_slice8_cases_fold_to_the_oracle() {
     let (pass, fail) = compare_ir("slice.jsonl.gz", "expected_ov", ov_slice8_ir);
-    println!("fold IR Slice-8 vs expected_ov: {pass} passed, {} failed", fail.len());
-    assert!(fail.is_empty(), "{} cases differ:\n{}", fail.len(), fail.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    println!(
+        "fold IR Slice-8 vs expected_ov: {pass} passed, {} failed",
+        fail.len()
+    );
+    assert!(
+        fail.is_empty(),
+        "{} cases differ:\n{}",
+        fail.len(),
+        fail.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
 }
 
 #[test]
 fn ir_strided_slice_cases_fold_to_the_oracle() {
     let (pass, fail) = compare_ir("strided_slice.jsonl.gz", "expected_ov", ov_strided_slice_ir);
-    println!("fold IR StridedSlice-1 vs expected_ov: {pass} passed, {} failed", fail.len());
-    assert!(fail.is_empty(), "{} cases differ:\n{}", fail.len(), fail.iter().take(20).cloned().collect::<Vec<_>>().join("\n"));
+    println!(
+        "fold IR StridedSlice-1 vs expected_ov: {pass} passed, {} failed",
+        fail.len()
+    );
+    assert!(
+        fail.is_empty(),
+        "{} cases differ:\n{}",
+        fail.len(),
+        fail.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
 }

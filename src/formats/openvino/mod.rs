@@ -207,7 +207,8 @@ fn const_spec(path: &Path, layer: &Element) -> Result<ConstSpec> {
                     format!("Const shape '{shape_text}' is too large"),
                 )
             })?;
-            if expected != size {
+            // OpenVINO itself writes empty constants with `size="1"`: accept any size there.
+            if expected != size && expected != 0 {
                 return Err(layer_err(
                     path,
                     layer,
@@ -410,10 +411,11 @@ impl OvModel {
                 let bytes = check_range(path, &bin_path, el, bin.as_ref(), spec.offset, spec.size)?;
                 const_range = Some((spec.offset, spec.size));
                 if let (Some((dtype, shape)), Some(bytes)) = (spec.typed, bytes) {
+                    let empty = shape.contains(&0);
                     node.kind = NodeKind::Const(Tensor {
                         dtype,
                         shape,
-                        data: TensorData::Raw(bytes),
+                        data: TensorData::Raw(if empty { Bytes::new() } else { bytes }),
                     });
                 }
             }
