@@ -69,26 +69,7 @@ impl CheckReport {
 }
 
 fn show_declared(s: &Option<Vec<DeclaredDim>>) -> String {
-    match s {
-        None => "?".into(),
-        Some(s) => format!(
-            "[{}]",
-            s.iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-fn show_dims(s: &[Dim]) -> String {
-    format!(
-        "[{}]",
-        s.iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
+    crate::ir::show_shape(s.as_deref())
 }
 
 /// Whether a declared dim can be the inferred one. `free` are the symbol names of the graph
@@ -182,7 +163,7 @@ pub fn check(model: &Model) -> CheckReport {
                 detail: m,
             },
             Ok((_, dims)) => {
-                let inferred = show_dims(&dims);
+                let inferred = crate::ir::show_shape(Some(&dims));
                 let mut detail = String::new();
                 let verdict = match &declared {
                     None => Verdict::Undeclared,

@@ -56,28 +56,13 @@ pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Optio
     })())
 }
 
-fn show(ty: &ValueType) -> String {
-    match &ty.shape {
-        None => "?".into(),
-        Some(s) => format!(
-            "[{}]",
-            s.iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
 /// Runs shape inference on every slice node of `model`. Invalid parameters are an error naming
 /// the node; a node whose input shape or parameters are unknown is reported as skipped.
 pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
-    let order = model.graph().topo_order().map_err(|c| Error::Node {
-        path: model.path().to_path_buf(),
-        node: c.0,
-        op: String::new(),
-        message: "the graph has a cycle through this node".into(),
-    })?;
+    let order = model
+        .graph()
+        .topo_order()
+        .map_err(|c| Error::cycle(model.path(), c))?;
     let format = model.format();
     for ix in order {
         let Some(result) = infer_node(model, ix) else {
@@ -101,14 +86,8 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
                         node: name,
                         op,
                         what: "shape inferred".into(),
-                        before: Some(show(&before)),
-                        after: Some(format!(
-                            "[{}]",
-                            dims.iter()
-                                .map(|d| d.to_string())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )),
+                        before: Some(crate::ir::show_shape(before.shape.as_deref())),
+                        after: Some(crate::ir::show_shape(Some(&dims))),
                     });
                     let n = model.graph_mut().node_mut(ix);
                     if let Some(v) = n.outputs.first_mut() {
