@@ -1,8 +1,8 @@
 //! `check` and `info`: declared versus inferred shapes of every slice node, and a summary of a
 //! model.
 //!
-//! ```no_run
-//! let model = slice_opt::Model::load("models/last_token.onnx".as_ref())?;
+//! ```
+//! let model = slice_opt::Model::load("models/last_token.tf.xml".as_ref())?;
 //! let report = slice_opt::check::check(&model);
 //! for row in &report.rows {
 //!     println!("{} {} {:?}", row.node, row.op, row.verdict);

@@ -303,3 +303,45 @@ fn readme_commands_work() {
     );
     let _ = Path::new(".");
 }
+
+#[test]
+fn fold_limit_skips_and_reports_and_report_json_lists_changes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = dir.path().join("r.json");
+    let out = dir.path().join("o.onnx");
+    // const_weight_slice folds a [4, 4] float slice (64 bytes): a 16-byte limit refuses it.
+    let o = slice_opt(&[
+        "models/const_weight_slice.onnx",
+        "-o",
+        out.to_str().expect("utf8"),
+        "--fold-limit",
+        "16",
+        "--report",
+        report.to_str().expect("utf8"),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    let fold = &r["passes"][1];
+    assert_eq!(fold["pass"], "fold");
+    assert_eq!(fold["changes"].as_array().expect("changes").len(), 0);
+    assert!(
+        fold["skipped"][0]["what"]
+            .as_str()
+            .expect("why")
+            .contains("limit"),
+        "{fold}"
+    );
+    // With the default limit it folds, and the report says so.
+    let o = slice_opt(&[
+        "models/const_weight_slice.onnx",
+        "-o",
+        out.to_str().expect("utf8"),
+        "--report",
+        report.to_str().expect("utf8"),
+    ]);
+    assert_eq!(o.status.code(), Some(0));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    assert_eq!(r["passes"][1]["changes"][0]["what"], "folded to a constant");
+}
