@@ -49,6 +49,9 @@ fn as_u64(v: &[i64]) -> Vec<u64> {
     v.iter().map(|&x| x as u64).collect()
 }
 
+/// A shape and the flat indices selected; `None` for an error.
+type Answer = Option<(Vec<u64>, Vec<u64>)>;
+
 /// What the semantics core itself answers for a case (plan + gather), `None` for an error.
 fn core(
     plan: Result<SlicePlan, SliceError>,
@@ -316,7 +319,7 @@ fn compare_ir(
     file: &str,
     expected_key: &str,
     build: fn(&serde_json::Value) -> (String, Vec<u8>),
-    core: fn(&serde_json::Value) -> Option<(Vec<u64>, Vec<u64>)>,
+    core: fn(&serde_json::Value) -> Answer,
     what: &str,
 ) {
     let mut t = Tally::default();
