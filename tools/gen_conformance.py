@@ -150,8 +150,9 @@ def measure(runner: Callable, case: dict) -> tuple[Answer, Meta]:
     answer: Answer = {"shape": [int(d) for d in y.shape], "indices": y.reshape(-1).tolist()}
     answer.update(extra)
     probe = outs[1]
-    stable = y.size == 0 or (probe is not None and np.asarray(probe).shape == y.shape and np.array_equal(
-        y.astype(np.int64) + PROBE_OFFSET, np.asarray(probe).astype(np.int64)))
+    stable = y.size == 0 or (
+        probe is not None and np.asarray(probe).shape == y.shape
+        and np.array_equal(y.astype(np.int64) + PROBE_OFFSET, np.asarray(probe).astype(np.int64)))
     return answer, Meta(stable=stable)
 
 
@@ -433,6 +434,7 @@ class Sandbox:
                 log(f"[gen_conformance] {case['id']} {runtime}: fine on retry; the call before it "
                     f"({self.last_call}) probably corrupted memory")
             except WorkerDied as second:
+                log(f"[gen_conformance] {case['id']} {runtime}: died again ({second}); recorded as a crash")
                 answer, stable, stage = {"error": f"runtime process crashed ({second})"}, None, "crash"
         self.last_call = f"{case['id']} {runtime}"
         return answer, Meta(stable, stage)
