@@ -47,6 +47,16 @@ pub enum Error {
 }
 
 impl Error {
+    /// The graph of `path` has a cycle through the node named in `cycle`.
+    pub fn cycle(path: &std::path::Path, cycle: crate::ir::Cycle) -> Error {
+        Error::Node {
+            path: path.to_path_buf(),
+            node: cycle.0,
+            op: String::new(),
+            message: "the graph has a cycle through this node".into(),
+        }
+    }
+
     /// True when the error means the input could not be read at all (exit code 2 in the CLI).
     pub fn is_input_error(&self) -> bool {
         matches!(

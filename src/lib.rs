@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! # slice-opt
 //!
 //! Shape inference, constant folding, lowering and raising of `StridedSlice` and `Slice` nodes in
@@ -10,12 +12,15 @@
 //! - [`formats`]: ONNX (protobuf) and OpenVINO IR (`.xml` + `.bin`) load and save.
 //! - [`passes`] and [`pipeline`]: what the command line and the library drive.
 
+pub mod check;
 pub mod error;
 pub mod formats;
 pub mod ir;
 pub mod passes;
 pub mod pipeline;
 pub mod semantics;
+#[cfg(feature = "verify")]
+pub mod verify;
 
 pub use error::{Error, Result};
 pub use formats::Model;

@@ -1,10 +1,13 @@
-//! The `slice-opt` command line: thin argument parsing over the library.
+//! The `slice-opt` command line: thin argument parsing, progress and exit codes over the library.
 
-use std::path::PathBuf;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
-use clap::{Parser, Subcommand};
-use slice_opt::pipeline::{PassKind, Pipeline};
+use clap::{Parser, Subcommand, ValueEnum};
+use slice_opt::check::{self, Verdict};
+use slice_opt::pipeline::{PassKind, Pipeline, Report};
 use slice_opt::{Error, Model};
 
 const EXAMPLES: &str = "\
@@ -15,8 +18,16 @@ Examples:
       the same on OpenVINO IR (writes out.xml and out.bin)
   slice-opt model.onnx -o out.onnx --passes none
       a pure round-trip: load and save without changing anything
+  slice-opt model.onnx -o out.onnx --verify
+      also run the original and the result in tract-onnx on random inputs and compare
+  slice-opt models/ -o out/
+      every model of a directory, in parallel
+  slice-opt check model.xml
+      CI gate: declared vs inferred shape of every slice; exit 1 on a mismatch
+  slice-opt info model.onnx
+      opsets, op counts and every slice in Python notation
 
-Exit codes: 0 success, 1 a pass or check failed, 2 the input could not be read.";
+Exit codes: 0 success, 1 a pass, check or verification failed, 2 the input could not be read.";
 
 /// Shape inference, constant folding and lowering of StridedSlice/Slice in ONNX and OpenVINO IR
 /// models.
@@ -29,15 +40,16 @@ Exit codes: 0 success, 1 a pass or check failed, 2 the input could not be read."
     subcommand_negates_reqs = true
 )]
 struct Cli {
-    /// The model to transform (.onnx, or .xml with its .bin beside it).
+    /// The model to transform (.onnx, or .xml with its .bin beside it), or a directory of models.
     #[arg(required = true)]
     input: Option<PathBuf>,
 
-    /// Where to write the result (for IR, the .xml; the .bin goes beside it).
+    /// Where to write the result (for IR, the .xml; the .bin goes beside it); a directory when
+    /// the input is one.
     #[arg(short, long, required = true)]
     output: Option<PathBuf>,
 
-    /// Comma-separated passes to run, or `none` for a pure round-trip.
+    /// Comma-separated passes to run (infer, fold, cleanup, ...), or `none` for a round-trip.
     #[arg(long, default_value = "infer,fold,cleanup")]
     passes: String,
 
@@ -49,58 +61,403 @@ struct Cli {
     #[arg(long, value_name = "FILE.json")]
     report: Option<PathBuf>,
 
+    /// Verify the result: ONNX models run before and after in tract-onnx on seeded random
+    /// inputs (symbolic dims bound to small sizes) and must agree; IR rewrites are validated by
+    /// the semantics core as they are made. A model tract cannot run is reported as not verified.
+    #[arg(long)]
+    verify: bool,
+
     /// Print nothing but errors.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
+
+    /// Print every change each pass made.
+    #[arg(short, long)]
+    verbose: bool,
 
     #[command(subcommand)]
     command: Option<Command>,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OutputFormat {
+    Table,
+    Json,
+}
+
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Infer every slice's shape and compare with what the model declares; exit 1 on a mismatch
+    /// or invalid parameters, 2 if the model cannot be read.
+    Check {
+        /// The model (.onnx, or .xml with its .bin).
+        model: PathBuf,
+        /// `table` for people, `json` for machines.
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+    },
+    /// Summarize a model: format, opsets, op counts and every slice in Python notation.
+    Info {
+        /// The model (.onnx, or .xml with its .bin).
+        model: PathBuf,
+        /// `table` for people, `json` for machines.
+        #[arg(long, value_enum, default_value = "table")]
+        format: OutputFormat,
+    },
+}
+
+fn exit_code(e: &Error) -> ExitCode {
+    if e.is_input_error() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
+    }
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(&cli) {
+    let result = match &cli.command {
+        Some(Command::Check { model, format }) => run_check(model, *format),
+        Some(Command::Info { model, format }) => run_info(model, *format),
+        None => run_transform(&cli),
+    };
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("slice-opt: error: {e}");
-            if e.is_input_error() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::from(1)
-            }
+            exit_code(&e)
         }
     }
 }
 
-fn run(cli: &Cli) -> Result<ExitCode, Error> {
+fn json<T: serde::Serialize>(v: &T) -> Result<String, Error> {
+    serde_json::to_string_pretty(v).map_err(|e| Error::Usage(e.to_string()))
+}
+
+fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    rows.iter()
+        .map(|r| {
+            r.iter()
+                .enumerate()
+                .map(|(c, s)| format!("{s:w$}", w = if c + 1 == r.len() { 0 } else { widths[c] }))
+                .collect::<Vec<_>>()
+                .join("  ")
+                .trim_end()
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
+    let model = Model::load(path)?;
+    let report = check::check(&model);
+    if format == OutputFormat::Json {
+        println!("{}", json(&report)?);
+    } else {
+        let mut rows = vec![vec![
+            "node".into(),
+            "op".into(),
+            "declared".into(),
+            "inferred".into(),
+            "verdict".into(),
+        ]];
+        for r in &report.rows {
+            let verdict = match r.verdict {
+                Verdict::Ok => "ok".to_string(),
+                Verdict::Undeclared => "undeclared".to_string(),
+                v => format!("{}: {}", format!("{v:?}").to_lowercase(), r.detail),
+            };
+            rows.push(vec![
+                r.node.clone(),
+                r.op.clone(),
+                r.declared.clone(),
+                r.inferred.clone(),
+                verdict,
+            ]);
+        }
+        println!("{}", table(&rows));
+        let bad = report
+            .rows
+            .iter()
+            .filter(|r| matches!(r.verdict, Verdict::Mismatch | Verdict::Invalid))
+            .count();
+        println!(
+            "{}: {} slice node(s), {} problem(s)",
+            path.display(),
+            report.rows.len(),
+            bad
+        );
+    }
+    Ok(if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn run_info(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
+    let model = Model::load(path)?;
+    let info = check::info(&model);
+    if format == OutputFormat::Json {
+        println!("{}", json(&info)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{} ({})", info.model, info.format);
+    println!(
+        "opsets: {}",
+        info.opsets
+            .iter()
+            .map(|(d, v)| format!("{d} {v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "{} nodes: {}",
+        info.nodes,
+        info.ops
+            .iter()
+            .map(|(o, n)| format!("{o} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if info.slices.is_empty() {
+        println!("no slice nodes");
+    } else {
+        let mut rows = vec![vec!["node".into(), "op".into(), "spec".into()]];
+        rows.extend(
+            info.slices
+                .iter()
+                .map(|s| vec![s.node.clone(), s.op.clone(), s.spec.clone()]),
+        );
+        println!("{}", table(&rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What one model's transformation did, for the summary.
+struct Outcome {
+    report: Report,
+    verification: Option<String>,
+    seconds: f64,
+    bytes_in: u64,
+    bytes_out: u64,
+}
+
+fn file_size(p: &Path) -> u64 {
+    let mut n = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+    if p.extension().is_some_and(|e| e == "xml") {
+        n += std::fs::metadata(p.with_extension("bin"))
+            .map(|m| m.len())
+            .unwrap_or(0);
+    }
+    n
+}
+
+fn transform_one(
+    cli: &Cli,
+    passes: &[PassKind],
+    input: &Path,
+    output: &Path,
+) -> Result<Outcome, Error> {
+    let start = Instant::now();
+    let mut model = Model::load(input)?;
+    let original = if cli.verify {
+        Some(model.clone())
+    } else {
+        None
+    };
+    let report = Pipeline::with_passes(passes.to_vec())
+        .fold_limit(cli.fold_limit)
+        .run(&mut model)?;
+    let verification = match (&original, &model) {
+        (Some(Model::Onnx(a)), Model::Onnx(b)) => Some(verify(a, b)?),
+        (Some(_), _) => Some("rewrites validated by the semantics core".to_string()),
+        (None, _) => None,
+    };
+    model.save(output)?;
+    Ok(Outcome {
+        report,
+        verification,
+        seconds: start.elapsed().as_secs_f64(),
+        bytes_in: file_size(input),
+        bytes_out: file_size(output),
+    })
+}
+
+#[cfg(feature = "verify")]
+fn verify(
+    a: &slice_opt::formats::onnx::OnnxModel,
+    b: &slice_opt::formats::onnx::OnnxModel,
+) -> Result<String, Error> {
+    use slice_opt::verify::{verify_onnx, Verification};
+    match verify_onnx(a, b, 0x5eed, 3) {
+        Verification::Passed { runs, outputs } => Ok(format!(
+            "verified in tract-onnx: {runs} runs, {outputs} outputs equal"
+        )),
+        Verification::NotVerified(why) => Ok(format!("NOT verified: {why}")),
+        Verification::Failed(why) => Err(Error::Pass {
+            pass: "verify",
+            node: String::new(),
+            message: format!("the transformed model differs from the original: {why}"),
+        }),
+    }
+}
+
+#[cfg(not(feature = "verify"))]
+fn verify(
+    _: &slice_opt::formats::onnx::OnnxModel,
+    _: &slice_opt::formats::onnx::OnnxModel,
+) -> Result<String, Error> {
+    Err(Error::Usage(
+        "--verify needs slice-opt built with the `verify` feature (tract-onnx)".into(),
+    ))
+}
+
+fn summary(input: &Path, output: &Path, o: &Outcome, verbose: bool) -> String {
+    let mut s = format!(
+        "{} -> {}  ({:.2}s, {} -> {} bytes)",
+        input.display(),
+        output.display(),
+        o.seconds,
+        o.bytes_in,
+        o.bytes_out
+    );
+    for p in &o.report.passes {
+        s.push_str(&format!(
+            "\n  {:8} {} change(s), {} skipped  {:.3}s",
+            p.pass.name(),
+            p.changes.len(),
+            p.skipped.len(),
+            p.seconds
+        ));
+        if verbose {
+            for c in &p.changes {
+                let arrow = match (&c.before, &c.after) {
+                    (Some(b), Some(a)) => format!(": {b} -> {a}"),
+                    (None, Some(a)) => format!(": {a}"),
+                    _ => String::new(),
+                };
+                s.push_str(&format!("\n      {} ({}) {}{arrow}", c.node, c.op, c.what));
+            }
+            for c in &p.skipped {
+                s.push_str(&format!(
+                    "\n      skipped {} ({}): {}",
+                    c.node, c.op, c.what
+                ));
+            }
+        }
+    }
+    if let Some(v) = &o.verification {
+        s.push_str(&format!("\n  verify   {v}"));
+    }
+    s
+}
+
+fn is_model(p: &Path) -> bool {
+    matches!(p.extension().and_then(|e| e.to_str()), Some("onnx" | "xml"))
+}
+
+fn run_transform(cli: &Cli) -> Result<ExitCode, Error> {
     let (Some(input), Some(output)) = (&cli.input, &cli.output) else {
         return Err(Error::Usage(
             "an input model and -o OUTPUT are required".into(),
         ));
     };
     let passes = PassKind::parse_list(&cli.passes)?;
-    let mut model = Model::load(input)?;
-    let report = Pipeline::with_passes(passes)
-        .fold_limit(cli.fold_limit)
-        .run(&mut model)?;
-    model.save(output)?;
+    if input.is_dir() {
+        return run_directory(cli, &passes, input, output);
+    }
+    let outcome = transform_one(cli, &passes, input, output)?;
     if let Some(path) = &cli.report {
-        let json = serde_json::to_vec_pretty(&report).map_err(|e| Error::Usage(e.to_string()))?;
-        slice_opt::formats::write_atomic(path, &[&json])?;
+        slice_opt::formats::write_atomic(path, &[json(&outcome.report)?.as_bytes()])?;
     }
     if !cli.quiet {
-        eprintln!(
-            "{} -> {}: {} pass(es), {} change(s)",
-            input.display(),
-            output.display(),
-            report.passes.len(),
-            report.passes.iter().map(|p| p.changes.len()).sum::<usize>()
-        );
+        eprintln!("{}", summary(input, output, &outcome, cli.verbose));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn run_directory(
+    cli: &Cli,
+    passes: &[PassKind],
+    input: &Path,
+    output: &Path,
+) -> Result<ExitCode, Error> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| Error::Io { path, source }
+    };
+    let mut models: Vec<PathBuf> = std::fs::read_dir(input)
+        .map_err(io(input))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && is_model(p))
+        .collect();
+    models.sort();
+    std::fs::create_dir_all(output).map_err(io(output))?;
+    let total = models.len();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let tty = std::io::stderr().is_terminal() && !cli.quiet;
+    let results: Vec<(PathBuf, Result<Outcome, Error>)> = {
+        use rayon::prelude::*;
+        models
+            .par_iter()
+            .map(|m| {
+                let out = output.join(m.file_name().unwrap_or_default());
+                let r = transform_one(cli, passes, m, &out);
+                let k = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                if tty {
+                    eprint!("\r[{k}/{total}] {}\x1b[K", m.display());
+                }
+                (m.clone(), r)
+            })
+            .collect()
+    };
+    if tty {
+        eprint!("\r\x1b[K");
+    }
+    let mut failed = 0;
+    for (m, r) in &results {
+        match r {
+            Ok(o) => {
+                if !cli.quiet {
+                    let changes: usize = o.report.passes.iter().map(|p| p.changes.len()).sum();
+                    let v = o
+                        .verification
+                        .as_deref()
+                        .map(|v| format!(", {v}"))
+                        .unwrap_or_default();
+                    eprintln!(
+                        "ok    {}  {changes} change(s), {:.2}s{v}",
+                        m.display(),
+                        o.seconds
+                    );
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                eprintln!("FAIL  {}  {e}", m.display());
+            }
+        }
+    }
+    if !cli.quiet {
+        eprintln!("{} model(s): {} ok, {failed} failed", total, total - failed);
+    }
+    Ok(if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// Parses `123`, `16K`, `16M`, `1G` (powers of 1024).

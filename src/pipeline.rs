@@ -1,11 +1,15 @@
 //! The pass pipeline that the command line and the library both drive.
 //!
-//! ```no_run
+//! ```
 //! use slice_opt::{Model, Pipeline};
-//! let mut model = Model::load("model.onnx".as_ref())?;
+//! // A constant weight sliced by `w[2:10:2, ::-1]`: `fold` turns the slice into one constant.
+//! let mut model = Model::load("models/const_weight_slice.onnx".as_ref())?;
 //! let report = Pipeline::new().run(&mut model)?;
-//! model.save("out.onnx".as_ref())?;
-//! println!("{} passes ran", report.passes.len());
+//! assert_eq!(report.passes.len(), 3);
+//! let folded = &report.passes[1];
+//! assert_eq!(folded.changes.len(), 1);
+//! let out = std::env::temp_dir().join("slice_opt_doctest_pipeline.onnx");
+//! model.save(&out)?;
 //! # Ok::<(), slice_opt::Error>(())
 //! ```
 

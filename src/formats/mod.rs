@@ -37,9 +37,10 @@ pub enum Model {
 impl Model {
     /// Loads a model, choosing the format by extension and, failing that, by content.
     ///
-    /// ```no_run
-    /// let model = slice_opt::Model::load("model.onnx".as_ref())?;
-    /// println!("{} nodes", model.graph().g.node_count());
+    /// ```
+    /// let model = slice_opt::Model::load("models/qkv_split.tf.xml".as_ref())?;
+    /// assert_eq!(model.format(), slice_opt::formats::Format::OpenVino);
+    /// assert_eq!(model.graph().op_counts()["StridedSlice"], 3);
     /// # Ok::<(), slice_opt::Error>(())
     /// ```
     pub fn load(path: &Path) -> Result<Model> {

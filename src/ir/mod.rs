@@ -47,6 +47,20 @@ pub struct ValueType {
     pub shape: Option<Vec<DeclaredDim>>,
 }
 
+/// A shape for messages and reports: `[1, N, 0..32]`, or `?` when the rank is unknown.
+pub fn show_shape<D: std::fmt::Display>(shape: Option<&[D]>) -> String {
+    match shape {
+        None => "?".into(),
+        Some(s) => format!(
+            "[{}]",
+            s.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 /// One output port of a node.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Value {

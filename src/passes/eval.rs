@@ -537,3 +537,77 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod element_type_tests {
+    use super::*;
+    use crate::semantics::{decode, onnx_slice};
+
+    fn plan_1d(starts: i64, ends: i64, step: i64) -> SlicePlan {
+        onnx_slice(
+            &decode::constant(&[starts]),
+            &decode::constant(&[ends]),
+            None,
+            Some(&decode::constant(&[step])),
+            1,
+            13,
+        )
+        .expect("valid")
+    }
+
+    #[test]
+    fn int4_slices_keep_the_low_nibble_first_packing() {
+        // ONNX int4 [1, 2, 3, 4, 5] packs as 0x21, 0x43, 0x05; x[::-2] = [5, 3, 1] -> 0x35, 0x01.
+        let t = Tensor {
+            dtype: DType::I4,
+            shape: vec![5],
+            data: TensorData::Raw(Bytes::from(vec![0x21, 0x43, 0x05])),
+        };
+        let r = slice(&t, &plan_1d(i64::MAX, i64::MIN, -2), Clamp::Ov, 1 << 20).expect("slice");
+        assert_eq!(r.shape, vec![3]);
+        assert_eq!(r.raw().expect("raw").as_ref(), &[0x35, 0x01]);
+    }
+
+    #[test]
+    fn string_and_f16_slices() {
+        let s = Tensor {
+            dtype: DType::String,
+            shape: vec![3],
+            data: TensorData::Strings(vec![
+                Bytes::from("a"),
+                Bytes::from("bb"),
+                Bytes::from("ccc"),
+            ]),
+        };
+        let r = slice(&s, &plan_1d(1, 3, 1), Clamp::Ov, 1 << 20).expect("slice");
+        assert_eq!(
+            r.data,
+            TensorData::Strings(vec![Bytes::from("bb"), Bytes::from("ccc")])
+        );
+        let h: Vec<u8> = [1.0f32, 2.0, 3.0]
+            .iter()
+            .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
+            .collect();
+        let t = Tensor {
+            dtype: DType::F16,
+            shape: vec![3],
+            data: TensorData::Raw(Bytes::from(h)),
+        };
+        let r = slice(&t, &plan_1d(-1, i64::MIN, -1), Clamp::Ov, 1 << 20).expect("slice");
+        let want: Vec<u8> = [3.0f32, 2.0, 1.0]
+            .iter()
+            .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
+            .collect();
+        assert_eq!(r.raw().expect("raw").as_ref(), want.as_slice());
+    }
+
+    #[test]
+    fn the_size_limit_refuses_large_results() {
+        let t = Tensor::from_i64(vec![100], &[7; 100]);
+        assert!(matches!(
+            slice(&t, &plan_1d(0, 100, 1), Clamp::Ov, 799),
+            Err(EvalError::TooLarge { .. })
+        ));
+        assert!(slice(&t, &plan_1d(0, 100, 1), Clamp::Ov, 800).is_ok());
+    }
+}

@@ -276,25 +276,12 @@ pub fn replace_with_constant(
     new
 }
 
-fn show(shape: &[u64]) -> String {
-    format!(
-        "[{}]",
-        shape
-            .iter()
-            .map(|d| d.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-}
-
 /// Folds every foldable node of `model`, in topological order (so chains fold in one run).
 pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()> {
-    let order = model.graph().topo_order().map_err(|c| Error::Node {
-        path: model.path().to_path_buf(),
-        node: c.0,
-        op: String::new(),
-        message: "the graph has a cycle through this node".into(),
-    })?;
+    let order = model
+        .graph()
+        .topo_order()
+        .map_err(|c| Error::cycle(model.path(), c))?;
     let format = model.format();
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
@@ -310,17 +297,8 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
                     before: n
                         .outputs
                         .first()
-                        .and_then(|v| v.ty.shape.as_ref())
-                        .map(|s| {
-                            format!(
-                                "[{}]",
-                                s.iter()
-                                    .map(|d| d.to_string())
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            )
-                        }),
-                    after: Some(show(&t.shape)),
+                        .map(|v| crate::ir::show_shape(v.ty.shape.as_deref())),
+                    after: Some(crate::ir::show_shape(Some(&t.shape))),
                 };
                 report.changes.push(change);
                 replace_with_constant(model.graph_mut(), ix, t, format);

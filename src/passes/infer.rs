@@ -13,8 +13,17 @@ use crate::passes::slice_node::{self, DecodeError};
 use crate::pipeline::{Change, PassReport};
 use crate::semantics;
 
-/// The inferred output type of one slice node, or why there is none.
-pub type Inferred = std::result::Result<ValueType, DecodeError>;
+/// The inferred output type of one slice node (as the file will declare it, and as exact
+/// [`semantics::Dim`]s), or why there is none.
+pub type Inferred = std::result::Result<(ValueType, Vec<semantics::Dim>), DecodeError>;
+
+/// The inferred output type of the slice node `ix` as the file will declare it.
+pub fn infer_type(
+    model: &Model,
+    ix: petgraph::stable_graph::NodeIndex,
+) -> Option<std::result::Result<ValueType, DecodeError>> {
+    infer_node(model, ix).map(|r| r.map(|(t, _)| t))
+}
 
 /// Infers the output type of the slice node `ix` (`None` if it is not a slice node).
 pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Option<Inferred> {
@@ -24,7 +33,7 @@ pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Optio
         Model::OpenVino(_) => 0,
     };
     let op = slice_node::classify(graph, ix, model.format(), opset)?;
-    Some((|| {
+    Some((|| -> Inferred {
         let sn = slice_node::decode(graph, ix, op)?;
         let declared = slice_node::declared_shape(graph, sn.data).unwrap_or_default();
         let dims: Vec<semantics::Dim> = declared.iter().map(slice_node::to_dim).collect();
@@ -35,39 +44,25 @@ pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Optio
             .constant_at(sn.data)
             .map(|t| t.dtype)
             .or_else(|| graph.value(sn.data).and_then(|v| v.ty.dtype));
-        Ok(ValueType {
+        let ty = ValueType {
             dtype,
             shape: Some(
                 out.iter()
                     .map(|d| slice_node::from_dim(d, symbolic))
                     .collect(),
             ),
-        })
+        };
+        Ok((ty, out))
     })())
-}
-
-fn show(ty: &ValueType) -> String {
-    match &ty.shape {
-        None => "?".into(),
-        Some(s) => format!(
-            "[{}]",
-            s.iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }
 
 /// Runs shape inference on every slice node of `model`. Invalid parameters are an error naming
 /// the node; a node whose input shape or parameters are unknown is reported as skipped.
 pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
-    let order = model.graph().topo_order().map_err(|c| Error::Node {
-        path: model.path().to_path_buf(),
-        node: c.0,
-        op: String::new(),
-        message: "the graph has a cycle through this node".into(),
-    })?;
+    let order = model
+        .graph()
+        .topo_order()
+        .map_err(|c| Error::cycle(model.path(), c))?;
     let format = model.format();
     for ix in order {
         let Some(result) = infer_node(model, ix) else {
@@ -77,7 +72,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         let node = model.graph().node(ix);
         let (name, op) = (node.name.clone(), node.op_type.clone());
         match result {
-            Ok(mut ty) => {
+            Ok((mut ty, dims)) => {
                 let before = node
                     .outputs
                     .first()
@@ -91,8 +86,8 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
                         node: name,
                         op,
                         what: "shape inferred".into(),
-                        before: Some(show(&before)),
-                        after: Some(show(&ty)),
+                        before: Some(crate::ir::show_shape(before.shape.as_deref())),
+                        after: Some(crate::ir::show_shape(Some(&dims))),
                     });
                     let n = model.graph_mut().node_mut(ix);
                     if let Some(v) = n.outputs.first_mut() {

@@ -7,7 +7,7 @@
 use petgraph::stable_graph::NodeIndex;
 
 use crate::formats::Format;
-use crate::ir::{DeclaredDim, Graph, NodeKind};
+use crate::ir::{DType, DeclaredDim, Graph, NodeKind};
 use crate::passes::slice_node::declared_shape;
 
 const UNARY: &[&str] = &[
@@ -220,14 +220,51 @@ fn output_shape(graph: &Graph, node: NodeIndex, format: Format) -> Option<Vec<De
     }
 }
 
-/// Fills in the output shape of `ix` when it is not declared and can be derived from its
-/// inputs (call in topological order).
+/// The output element type of `node`, for the ops this module knows.
+fn output_dtype(graph: &Graph, node: NodeIndex, format: Format) -> Option<DType> {
+    let n = graph.node(node);
+    let input = |p: usize| {
+        let o = graph.input(node, p)?;
+        graph
+            .constant_at(o)
+            .map(|t| t.dtype)
+            .or_else(|| graph.value(o)?.ty.dtype)
+    };
+    match n.op_type.as_str() {
+        "Shape" => Some(DType::I64),
+        "ShapeOf" => Some(if n.attr_str("output_type") == Some("i32") {
+            DType::I32
+        } else {
+            DType::I64
+        }),
+        "Cast" if format == Format::Onnx => n
+            .attr_int("to")
+            .and_then(|c| DType::from_onnx_code(c as i32)),
+        "Convert" => n.attr_str("destination_type").and_then(DType::from_ov_name),
+        "Equal" | "Less" | "Greater" | "LessOrEqual" | "GreaterOrEqual" | "And" | "Or" | "Xor"
+        | "Not" | "IsNaN" | "NotEqual" | "LogicalAnd" | "LogicalOr" => Some(DType::Bool),
+        "Where" | "Select" => input(1),
+        op if UNARY.contains(&op) || BINARY.contains(&op) => input(0),
+        "Unsqueeze" | "Squeeze" | "Gather" | "Concat" | "Transpose" => input(0),
+        _ => None,
+    }
+}
+
+/// Fills in the output shape and element type of `ix` when they are not declared and can be
+/// derived from its inputs (call in topological order).
 pub fn refine_node(graph: &mut Graph, ix: NodeIndex, format: Format) {
     let n = graph.node(ix);
-    if n.kind != NodeKind::Op || n.outputs.is_empty() || n.outputs[0].ty.shape.is_some() {
+    if n.kind != NodeKind::Op || n.outputs.is_empty() {
         return;
     }
-    if let Some(shape) = output_shape(graph, ix, format) {
-        graph.node_mut(ix).outputs[0].ty.shape = Some(shape);
+    if n.outputs[0].ty.dtype.is_none() {
+        if let Some(d) = output_dtype(graph, ix, format) {
+            graph.node_mut(ix).outputs[0].ty.dtype = Some(d);
+        }
+    }
+    if graph.node(ix).outputs[0].ty.shape.is_none() {
+        if let Some(shape) = output_shape(graph, ix, format) {
+            graph.node_mut(ix).outputs[0].ty.shape = Some(shape);
+        }
     }
 }

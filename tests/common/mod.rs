@@ -244,3 +244,134 @@ pub fn tf_strided_slice_model_with_input(case: &Value, symbolic: bool) -> proto:
     g.input.push(i32_input("x", &dims));
     m
 }
+
+/// Builds OpenVINO IR text + .bin for `data` (arange int32 of `shape`) feeding one op whose
+/// other inputs are i64 constants; the op's output goes to a Result.
+pub fn ov_one_op_ir(
+    shape: &[u64],
+    op: &str,
+    version: &str,
+    data_attrs: &str,
+    params: &[Vec<i64>],
+) -> (String, Vec<u8>) {
+    let n: u64 = shape.iter().product();
+    let mut bin: Vec<u8> = (0..n as i32).flat_map(|v| v.to_le_bytes()).collect();
+    let dims = |s: &[u64]| {
+        s.iter()
+            .map(|d| format!("<dim>{d}</dim>"))
+            .collect::<String>()
+    };
+    let shape_attr = |s: &[u64]| {
+        s.iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let mut layers = format!(
+        "<layer id=\"0\" name=\"data\" type=\"Const\" version=\"opset1\"><data element_type=\"i32\" shape=\"{}\" offset=\"0\" size=\"{}\"/><output><port id=\"0\" precision=\"I32\">{}</port></output></layer>\n",
+        shape_attr(shape),
+        n * 4,
+        dims(shape)
+    );
+    let mut edges =
+        String::from("<edge from-layer=\"0\" from-port=\"0\" to-layer=\"100\" to-port=\"0\"/>\n");
+    let mut inputs = format!("<port id=\"0\" precision=\"I32\">{}</port>", dims(shape));
+    for (i, p) in params.iter().enumerate() {
+        let offset = bin.len();
+        bin.extend(p.iter().flat_map(|v| v.to_le_bytes()));
+        let id = i + 1;
+        layers.push_str(&format!(
+            "<layer id=\"{id}\" name=\"p{id}\" type=\"Const\" version=\"opset1\"><data element_type=\"i64\" shape=\"{}\" offset=\"{offset}\" size=\"{}\"/><output><port id=\"0\" precision=\"I64\"><dim>{}</dim></port></output></layer>\n",
+            p.len(),
+            p.len() * 8,
+            p.len()
+        ));
+        edges.push_str(&format!(
+            "<edge from-layer=\"{id}\" from-port=\"0\" to-layer=\"100\" to-port=\"{id}\"/>\n"
+        ));
+        inputs.push_str(&format!(
+            "<port id=\"{id}\" precision=\"I64\"><dim>{}</dim></port>",
+            p.len()
+        ));
+    }
+    let out_port = params.len() + 1;
+    layers.push_str(&format!(
+        "<layer id=\"100\" name=\"op\" type=\"{op}\" version=\"{version}\"><data {data_attrs}/><input>{inputs}</input><output><port id=\"{out_port}\" precision=\"I32\" names=\"y\"/></output></layer>\n\
+         <layer id=\"101\" name=\"out\" type=\"Result\" version=\"opset1\"><input><port id=\"0\" precision=\"I32\"/></input></layer>\n"
+    ));
+    edges.push_str(&format!(
+        "<edge from-layer=\"100\" from-port=\"{out_port}\" to-layer=\"101\" to-port=\"0\"/>\n"
+    ));
+    let xml = format!("<?xml version=\"1.0\"?>\n<net name=\"case\" version=\"11\">\n<layers>\n{layers}</layers>\n<edges>\n{edges}</edges>\n</net>\n");
+    (xml, bin)
+}
+
+/// The OpenVINO mask lists of a StridedSlice case: `ov_masks` when given, else the integer
+/// masks as lists of `len(begin)`.
+pub fn ov_mask_lists(case: &Value) -> Vec<(&'static str, Vec<i64>)> {
+    let len = case["begin"].as_array().map(|a| a.len()).unwrap_or(0);
+    [
+        "begin_mask",
+        "end_mask",
+        "new_axis_mask",
+        "shrink_axis_mask",
+        "ellipsis_mask",
+    ]
+    .iter()
+    .map(|&m| {
+        let list = if case["ov_masks"].is_null() {
+            let bits = case[m].as_i64().expect("mask");
+            (0..len)
+                .map(|i| if i < 64 { (bits >> i) & 1 } else { 0 })
+                .collect()
+        } else {
+            ints(&case["ov_masks"][m])
+        };
+        (m, list)
+    })
+    .collect()
+}
+
+/// The StridedSlice case as an OpenVINO StridedSlice-1 IR model.
+pub fn ov_strided_slice_ir(case: &Value) -> (String, Vec<u8>) {
+    let attrs = ov_mask_lists(case)
+        .iter()
+        .map(|(m, l)| {
+            format!(
+                "{m}=\"{}\"",
+                l.iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let params = vec![
+        ints(&case["begin"]),
+        ints(&case["end"]),
+        ints(&case["strides"]),
+    ];
+    ov_one_op_ir(
+        &uints(&case["input_shape"]),
+        "StridedSlice",
+        "opset1",
+        &attrs,
+        &params,
+    )
+}
+
+/// The Slice case as an OpenVINO Slice-8 IR model (`steps` null = ones).
+pub fn ov_slice8_ir(case: &Value) -> (String, Vec<u8>) {
+    let starts = ints(&case["starts"]);
+    let steps = if case["steps"].is_null() {
+        vec![1; starts.len()]
+    } else {
+        ints(&case["steps"])
+    };
+    let mut params = vec![starts, ints(&case["ends"]), steps];
+    if !case["axes"].is_null() {
+        params.push(ints(&case["axes"]));
+    }
+    ov_one_op_ir(&uints(&case["input_shape"]), "Slice", "opset8", "", &params)
+}

@@ -491,12 +491,7 @@ fn build_graph(path: &Path, g: &GraphProto, ext: &mut ExternalFiles) -> Result<G
         let ix = graph.add_node(node);
         graph.connect(src, ix, 0);
     }
-    graph.topo_order().map_err(|c| Error::Node {
-        path: path.to_path_buf(),
-        node: c.0,
-        op: String::new(),
-        message: "the graph has a cycle through this node".into(),
-    })?;
+    graph.topo_order().map_err(|c| Error::cycle(path, c))?;
     Ok(graph)
 }
 
@@ -663,12 +658,7 @@ fn rebuild_graph(
     orig: &GraphProto,
     out: &mut GraphProto,
 ) -> Result<()> {
-    let order = graph.topo_order().map_err(|c| Error::Node {
-        path: path.to_path_buf(),
-        node: c.0,
-        op: String::new(),
-        message: "the graph has a cycle through this node".into(),
-    })?;
+    let order = graph.topo_order().map_err(|c| Error::cycle(path, c))?;
     out.node.clear();
     let mut inits: Vec<(u64, proto::TensorProto)> = Vec::new();
     let mut extra_identity: Vec<NodeProto> = Vec::new();
@@ -766,7 +756,9 @@ fn rebuild_graph(
             continue;
         }
         for v in &n.outputs {
+            // An entry needs an element type: without one, readers reject the model.
             if v.ty_changed
+                && v.ty.dtype.is_some()
                 && !v.name.is_empty()
                 && !seen.contains(&v.name)
                 && !io_names.contains(v.name.as_str())

@@ -1,0 +1,408 @@
+//! `check` and `info`: declared versus inferred shapes of every slice node, and a summary of a
+//! model.
+//!
+//! ```
+//! let model = slice_opt::Model::load("models/last_token.tf.xml".as_ref())?;
+//! let report = slice_opt::check::check(&model);
+//! for row in &report.rows {
+//!     println!("{} {} {:?}", row.node, row.op, row.verdict);
+//! }
+//! assert!(report.passed());
+//! # Ok::<(), slice_opt::Error>(())
+//! ```
+
+use std::collections::{BTreeMap, HashSet};
+
+use serde::Serialize;
+
+use crate::formats::{Format, Model};
+use crate::ir::{DeclaredDim, NodeKind};
+use crate::passes::infer::infer_node;
+use crate::passes::shapes;
+use crate::passes::slice_node::{self, DecodeError};
+use crate::semantics::{AxisPlan, Bound, Dim, SlicePlan};
+
+/// The verdict on one slice node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Declared and inferred shapes agree (symbolic dims compared as expressions).
+    Ok,
+    /// The model declares no shape; ours is shown.
+    Undeclared,
+    /// Not enough is known to infer a shape (the reason is given).
+    Unknown,
+    /// Declared and inferred shapes disagree.
+    Mismatch,
+    /// The node's parameters are invalid.
+    Invalid,
+}
+
+/// One row of the check table.
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckRow {
+    pub node: String,
+    pub op: String,
+    pub declared: String,
+    pub inferred: String,
+    pub verdict: Verdict,
+    /// Why, for anything but `ok`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub detail: String,
+}
+
+/// The result of [`check`].
+#[derive(Debug, Clone, Serialize)]
+pub struct CheckReport {
+    pub model: String,
+    pub format: Format,
+    pub rows: Vec<CheckRow>,
+}
+
+impl CheckReport {
+    /// False when any node is `mismatch` or `invalid`.
+    pub fn passed(&self) -> bool {
+        self.rows
+            .iter()
+            .all(|r| !matches!(r.verdict, Verdict::Mismatch | Verdict::Invalid))
+    }
+}
+
+fn show_declared(s: &Option<Vec<DeclaredDim>>) -> String {
+    crate::ir::show_shape(s.as_deref())
+}
+
+/// Whether a declared dim can be the inferred one. `free` are the symbol names of the graph
+/// inputs: a declared name that is not one of them (tf2onnx's `unk__N`) is an unnamed unknown.
+fn compatible(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<String>) -> bool {
+    match declared {
+        DeclaredDim::Unknown => true,
+        DeclaredDim::Param(p) if !free.contains(p) => {
+            // A fresh name: any non-negative size is possible.
+            true
+        }
+        DeclaredDim::Param(p) => {
+            // A named input symbol: the inferred expression must be exactly that symbol.
+            inferred.to_string() == *p || inferred.is_unknown()
+        }
+        DeclaredDim::Known(v) => match inferred.as_known() {
+            Some(k) => k as u64 == *v && k >= 0,
+            None => {
+                let (lo, hi) = inferred.bounds();
+                lo.is_none_or(|l| l <= *v as i64) && hi.is_none_or(|h| *v as i64 <= h)
+            }
+        },
+        DeclaredDim::Interval(lo, hi) => {
+            let (ilo, ihi) = inferred.bounds();
+            // The ranges must overlap.
+            ihi.is_none_or(|h| h >= *lo as i64)
+                && hi.is_none_or(|h| ilo.is_none_or(|l| l <= h as i64))
+        }
+    }
+}
+
+/// Symbol names that graph inputs declare.
+fn input_symbols(model: &Model) -> HashSet<String> {
+    let g = model.graph();
+    let mut out = HashSet::new();
+    for n in g.g.node_weights() {
+        let is_input =
+            n.kind == NodeKind::Input || (n.kind == NodeKind::Op && n.op_type == "Parameter");
+        if is_input {
+            for v in &n.outputs {
+                for d in v.ty.shape.iter().flatten() {
+                    if let DeclaredDim::Param(p) = d {
+                        out.insert(p.clone());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Infers the shape of every slice node and compares it with what the model declares (ONNX
+/// `value_info` and graph outputs; OpenVINO output port dims and the consumers' input dims).
+pub fn check(model: &Model) -> CheckReport {
+    let mut work = model.clone();
+    let free = input_symbols(model);
+    let format = work.format();
+    let mut rows = Vec::new();
+    let order = work.graph().topo_order().unwrap_or_default();
+    for ix in order {
+        let Some(result) = infer_node(&work, ix) else {
+            shapes::refine_node(work.graph_mut(), ix, format);
+            continue;
+        };
+        let node = work.graph().node(ix);
+        let declared = node.outputs.first().and_then(|v| v.ty.shape.clone());
+        let (name, op) = (display_name(node), node.op_type.clone());
+        let row = match result {
+            Err(DecodeError::Invalid(e)) => CheckRow {
+                node: name,
+                op,
+                declared: show_declared(&declared),
+                inferred: "-".into(),
+                verdict: Verdict::Invalid,
+                detail: e.to_string(),
+            },
+            Err(DecodeError::Malformed(m)) => CheckRow {
+                node: name,
+                op,
+                declared: show_declared(&declared),
+                inferred: "-".into(),
+                verdict: Verdict::Invalid,
+                detail: m,
+            },
+            Err(DecodeError::Unknown(m)) => CheckRow {
+                node: name,
+                op,
+                declared: show_declared(&declared),
+                inferred: "?".into(),
+                verdict: Verdict::Unknown,
+                detail: m,
+            },
+            Ok((_, dims)) => {
+                let inferred = crate::ir::show_shape(Some(&dims));
+                let mut detail = String::new();
+                let verdict = match &declared {
+                    None => Verdict::Undeclared,
+                    Some(d) if d.len() != dims.len() => {
+                        detail = format!("rank {} declared, {} inferred", d.len(), dims.len());
+                        Verdict::Mismatch
+                    }
+                    Some(d) => match d
+                        .iter()
+                        .zip(&dims)
+                        .position(|(a, b)| !compatible(a, b, &free))
+                    {
+                        None => Verdict::Ok,
+                        Some(i) => {
+                            detail = format!("dim {i}: declared {}, inferred {}", d[i], dims[i]);
+                            Verdict::Mismatch
+                        }
+                    },
+                };
+                // IR: the consumers' input ports declare the shape too.
+                let consumer_problem = if verdict == Verdict::Ok || verdict == Verdict::Undeclared {
+                    consumer_mismatch(&work, ix, &dims, &free)
+                } else {
+                    None
+                };
+                match consumer_problem {
+                    Some(p) => CheckRow {
+                        node: name,
+                        op,
+                        declared: show_declared(&declared),
+                        inferred,
+                        verdict: Verdict::Mismatch,
+                        detail: p,
+                    },
+                    None => CheckRow {
+                        node: name,
+                        op,
+                        declared: show_declared(&declared),
+                        inferred,
+                        verdict,
+                        detail,
+                    },
+                }
+            }
+        };
+        // Later slices see ours where nothing was declared.
+        if row.verdict == Verdict::Undeclared {
+            if let Some(Ok(ty)) = crate::passes::infer::infer_type(&work, ix) {
+                if let Some(v) = work.graph_mut().node_mut(ix).outputs.first_mut() {
+                    v.ty.shape = ty.shape;
+                }
+            }
+        }
+        rows.push(row);
+    }
+    CheckReport {
+        model: model.path().display().to_string(),
+        format,
+        rows,
+    }
+}
+
+fn consumer_mismatch(
+    model: &Model,
+    ix: petgraph::stable_graph::NodeIndex,
+    dims: &[Dim],
+    free: &HashSet<String>,
+) -> Option<String> {
+    let Model::OpenVino(ov) = model else {
+        return None;
+    };
+    for (consumer, port) in model
+        .graph()
+        .consumers(crate::ir::OutletId { node: ix, port: 0 })
+    {
+        let Some(declared) = ov.input_port_shape(consumer, port) else {
+            continue;
+        };
+        let bad = declared.len() != dims.len()
+            || declared
+                .iter()
+                .zip(dims)
+                .any(|(a, b)| !compatible(a, b, free));
+        if bad {
+            return Some(format!(
+                "consumer {} input {port} declares {}",
+                model.graph().node(consumer).describe(),
+                show_declared(&Some(declared))
+            ));
+        }
+    }
+    None
+}
+
+/// The name shown for a node: its name, else its first output's name.
+pub fn display_name(n: &crate::ir::Node) -> String {
+    if !n.name.is_empty() {
+        n.name.clone()
+    } else {
+        n.outputs
+            .first()
+            .map(|v| format!("({})", v.name))
+            .unwrap_or_else(|| "(unnamed)".into())
+    }
+}
+
+/// A slice plan in Python notation, shortened the way a person writes it: trailing full ranges
+/// dropped and a run of two or more full ranges written `...` (e.g. `x[1:, ..., None, ::-1]`).
+pub fn python_notation(plan: &SlicePlan) -> String {
+    let full = |a: &AxisPlan| {
+        matches!(
+            a,
+            AxisPlan::Range {
+                begin: Bound::Edge,
+                end: Bound::Edge,
+                step: Some(1),
+                ..
+            }
+        )
+    };
+    let items: Vec<String> = plan
+        .axes
+        .iter()
+        .map(|a| {
+            let one = SlicePlan {
+                input_rank: plan.input_rank,
+                axes: vec![*a],
+            };
+            let s = one.to_string();
+            s[2..s.len() - 1].to_string()
+        })
+        .collect();
+    let mut keep = items.len();
+    while keep > 0 && full(&plan.axes[keep - 1]) {
+        keep -= 1;
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    let mut ellipsis_used = false;
+    while i < keep {
+        let mut j = i;
+        while j < keep && full(&plan.axes[j]) {
+            j += 1;
+        }
+        if j - i >= 2 && !ellipsis_used {
+            out.push("...".into());
+            ellipsis_used = true;
+            i = j;
+        } else {
+            out.push(items[i].clone());
+            i += 1;
+        }
+    }
+    if keep < items.len() && !ellipsis_used && out.iter().any(|s| s == "None") {
+        // Trailing full ranges after a new axis are needed to place it: keep them explicit.
+        out.extend(items[keep..].iter().cloned());
+    }
+    format!("x[{}]", out.join(", "))
+}
+
+/// One slice node in [`Info`].
+#[derive(Debug, Clone, Serialize)]
+pub struct SliceInfo {
+    pub node: String,
+    pub op: String,
+    /// The decoded spec in Python slice notation, or why it could not be decoded.
+    pub spec: String,
+}
+
+/// A summary of a model.
+#[derive(Debug, Clone, Serialize)]
+pub struct Info {
+    pub model: String,
+    pub format: Format,
+    /// ONNX opset imports (domain → version), or the IR version.
+    pub opsets: BTreeMap<String, i64>,
+    pub nodes: usize,
+    pub ops: BTreeMap<String, usize>,
+    pub slices: Vec<SliceInfo>,
+}
+
+/// Summarizes `model`.
+pub fn info(model: &Model) -> Info {
+    let mut work = model.clone();
+    let format = work.format();
+    let opsets = match model {
+        Model::Onnx(m) => m
+            .proto
+            .opset_import
+            .iter()
+            .map(|o| {
+                (
+                    if o.domain().is_empty() {
+                        "ai.onnx".to_string()
+                    } else {
+                        o.domain().to_string()
+                    },
+                    o.version(),
+                )
+            })
+            .collect(),
+        Model::OpenVino(m) => m
+            .ir_version()
+            .map(|v| ("ir_version".to_string(), v))
+            .into_iter()
+            .collect(),
+    };
+    let opset = match model {
+        Model::Onnx(m) => m.opset(),
+        Model::OpenVino(_) => 0,
+    };
+    let mut slices = Vec::new();
+    for ix in work.graph().topo_order().unwrap_or_default() {
+        let Some(op) = slice_node::classify(work.graph(), ix, format, opset) else {
+            shapes::refine_node(work.graph_mut(), ix, format);
+            continue;
+        };
+        let n = work.graph().node(ix);
+        let spec = match slice_node::decode(work.graph(), ix, op) {
+            Ok(sn) => python_notation(&sn.plan),
+            Err(e) => format!("({e})"),
+        };
+        slices.push(SliceInfo {
+            node: display_name(n),
+            op: n.op_type.clone(),
+            spec,
+        });
+    }
+    Info {
+        model: model.path().display().to_string(),
+        format,
+        opsets,
+        nodes: model
+            .graph()
+            .g
+            .node_weights()
+            .filter(|n| n.kind == NodeKind::Op)
+            .count(),
+        ops: model.graph().op_counts(),
+        slices,
+    }
+}
