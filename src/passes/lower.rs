@@ -361,7 +361,17 @@ fn lower_node(
                     continue;
                 }
                 let (name, out) = next(&mut remaining, &mut out_slot);
-                let ty = rewrite::ty_like(b.graph, sn.data, None);
+                let shape = if op_type == "Squeeze" {
+                    slice_out
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| !axes.contains(&(*i as i64)))
+                        .map(|(_, d)| d.clone())
+                        .collect()
+                } else {
+                    out_shape.clone()
+                };
+                let ty = rewrite::ty_like(b.graph, sn.data, Some(shape));
                 let node = if ir || opset >= 13 {
                     let a = b.const_i64("axes", axes);
                     b.op(
