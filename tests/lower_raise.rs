@@ -395,12 +395,12 @@ fn lower_leaves_non_constant_begin() {
     assert!(why.contains("non-constant"), "{why}");
 }
 
+/// Op counts after the passes, then the folded result's shape and values.
+type IrOutcome = (BTreeMap<String, usize>, Vec<u64>, Vec<i64>);
+
 /// Runs `passes` on a one-op IR model, saves and reloads it, then folds it: the op counts after
 /// the passes and the constant reaching the Result.
-fn ir_after(
-    (xml, bin): &(String, Vec<u8>),
-    passes: Vec<PassKind>,
-) -> Result<(BTreeMap<String, usize>, Vec<u64>, Vec<i64>), String> {
+fn ir_after((xml, bin): &(String, Vec<u8>), passes: Vec<PassKind>) -> Result<IrOutcome, String> {
     use slice_opt::formats::openvino::OvModel;
     let ov = OvModel::from_parts(
         "case.xml".as_ref(),
