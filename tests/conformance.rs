@@ -205,9 +205,13 @@ fn slice_ov8(c: &Value) -> Answer {
 /// runtime gives our answer (we then follow OpenVINO's shape inference and spec).
 const KNOWN: &[(&str, &str, &str, &str)] = &[
     // ONNX: ONNX Runtime, the ONNX reference evaluator and OpenVINO give three different answers;
-    // `expected_onnx` took ONNX Runtime's (which reads an INT_MAX end with a negative step as "to
-    // the beginning"), against 30 other cases where the same ORT reading was outvoted. We follow
-    // the ONNX spec's clamping (end clamps to dim - 1), which is what OpenVINO computes.
+    // `expected_onnx` took ONNX Runtime's (the generator's tie-break: earliest runtime wins).
+    // ORT reads an INT_MAX end with a negative step as "to the beginning" in all 33 cases where
+    // ORT differs from OpenVINO; in the other 30 the ONNX reference evaluator sides with OpenVINO
+    // (= the spec's clamping, end -> dim - 1) and outvotes ORT. The only thing separating these 3
+    // is that the reference evaluator *also* mis-clamps here (another negative-step axis), i.e. a
+    // vote among two runtime bugs, not a property of the op: no rule in ORT's slice_helper.h
+    // distinguishes them from the 30. We follow the spec (= OpenVINO) consistently.
     ("onnx", "sl-1-00118", "ov_cpu", ONNX_THREE_WAY),
     ("onnx", "sl-1-00595", "ov_cpu", ONNX_THREE_WAY),
     ("onnx", "sl-2-00420", "ov_cpu", ONNX_THREE_WAY),
@@ -244,8 +248,13 @@ shape (undefined behaviour): the compiler failed here, but the same walk passes 
 is removed earlier (empty or unchanged output, e.g. ss-2-00499, ss-2-00026). We do not model \
 reading past the shape: no check";
 const PLUGIN_VALUES: &str =
-    "OpenVINO's CPU plugin returns the inferred shape but other elements (its own decoding of \
-shrink/reverse entries); we follow the reference evaluation / TensorFlow, consistent with the spec";
+    "OpenVINO's CPU plugin returns shape inference's shape but other elements: its executor \
+(StridedSliceCommonExecutor::dimsNormalization) takes element 0 for a shrink entry with begin_mask \
+(the reference evaluation and TensorFlow take `begin`), casts begin/end to int32, and on some \
+cases its dim gluing reads other elements (partly uninitialised). `expected_ov` is the plugin's \
+answer only where TensorFlow and the reference evaluation do not agree with each other (in 14 \
+other cases with the same shrink+begin_mask pattern it is theirs): a vote, not one runtime's rule. \
+We follow the reference evaluation / TensorFlow (`begin`), as OpenVINO's spec says";
 const PLUGIN_SHRINK: &str =
     "OpenVINO's CPU plugin accepts a shrink index that is out of range under shape inference's \
 decoding; we report the error, as TensorFlow does";
