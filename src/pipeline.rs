@@ -30,11 +30,21 @@ pub enum PassKind {
     Fold,
     /// Removal of nodes and constants nothing uses.
     Cleanup,
+    /// StridedSlice to Slice (+ Reshape).
+    Lower,
+    /// Slice (+ Reshape/Squeeze/Unsqueeze of size-1 axes) to StridedSlice.
+    Raise,
 }
 
 impl PassKind {
     /// Every pass, by name.
-    pub const ALL: &'static [PassKind] = &[PassKind::Infer, PassKind::Fold, PassKind::Cleanup];
+    pub const ALL: &'static [PassKind] = &[
+        PassKind::Infer,
+        PassKind::Fold,
+        PassKind::Cleanup,
+        PassKind::Lower,
+        PassKind::Raise,
+    ];
 
     /// The pass's name on the command line.
     pub fn name(self) -> &'static str {
@@ -42,6 +52,8 @@ impl PassKind {
             PassKind::Infer => "infer",
             PassKind::Fold => "fold",
             PassKind::Cleanup => "cleanup",
+            PassKind::Lower => "lower",
+            PassKind::Raise => "raise",
         }
     }
 
@@ -154,6 +166,18 @@ impl Pipeline {
         self
     }
 
+    /// Appends lowering of StridedSlice to Slice (+ Reshape).
+    pub fn lower(mut self) -> Pipeline {
+        self.passes.push(PassKind::Lower);
+        self
+    }
+
+    /// Appends raising of Slice (+ Reshape) to StridedSlice.
+    pub fn raise(mut self) -> Pipeline {
+        self.passes.push(PassKind::Raise);
+        self
+    }
+
     /// Appends shape inference.
     pub fn infer(mut self) -> Pipeline {
         self.passes.push(PassKind::Infer);
@@ -181,6 +205,8 @@ impl Pipeline {
                     }
                 }
                 PassKind::Cleanup => crate::passes::cleanup::run(model, &mut pr)?,
+                PassKind::Lower => crate::passes::lower::run(model, &mut pr)?,
+                PassKind::Raise => crate::passes::raise::run(model, &mut pr)?,
             }
             pr.seconds = start.elapsed().as_secs_f64();
             report.passes.push(pr);

@@ -5,5 +5,8 @@ pub mod cleanup;
 pub mod eval;
 pub mod fold;
 pub mod infer;
+pub mod lower;
+pub mod raise;
+pub mod rewrite;
 pub mod shapes;
 pub mod slice_node;

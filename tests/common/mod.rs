@@ -203,6 +203,48 @@ pub fn tf_strided_slice_model(case: &Value) -> proto::ModelProto {
     one_node_model(node, inits, &[("", 17), (TF_DOMAIN, 1)])
 }
 
+/// A graph input `name` of int32 with the given dims (`None` = a symbolic dim `d{i}`).
+pub fn i32_input(name: &str, dims: &[Option<u64>]) -> proto::ValueInfoProto {
+    use proto::tensor_shape_proto::{dimension::Value as D, Dimension};
+    proto::ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(proto::TypeProto {
+            value: Some(proto::type_proto::Value::TensorType(
+                proto::type_proto::Tensor {
+                    elem_type: Some(6),
+                    shape: Some(proto::TensorShapeProto {
+                        dim: dims
+                            .iter()
+                            .enumerate()
+                            .map(|(i, d)| Dimension {
+                                value: Some(match d {
+                                    Some(v) => D::DimValue(*v as i64),
+                                    None => D::DimParam(format!("d{i}")),
+                                }),
+                                ..Default::default()
+                            })
+                            .collect(),
+                    }),
+                },
+            )),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The StridedSlice conformance case as an ONNX custom-domain TF-style StridedSlice whose data
+/// `x` is a graph input (static dims, or all symbolic when `symbolic`).
+pub fn tf_strided_slice_model_with_input(case: &Value, symbolic: bool) -> proto::ModelProto {
+    let mut m = tf_strided_slice_model(case);
+    let shape = uints(&case["input_shape"]);
+    let g = m.graph.as_mut().expect("graph");
+    g.initializer.retain(|t| t.name() != "x");
+    let dims: Vec<Option<u64>> = shape.iter().map(|&d| (!symbolic).then_some(d)).collect();
+    g.input.push(i32_input("x", &dims));
+    m
+}
+
 /// Builds OpenVINO IR text + .bin for `data` (arange int32 of `shape`) feeding one op whose
 /// other inputs are i64 constants; the op's output goes to a Result.
 pub fn ov_one_op_ir(

@@ -118,6 +118,19 @@ impl OnnxModel {
         opset_version(&self.proto, "").unwrap_or(1)
     }
 
+    /// Adds `domain` (version `version`) to the model's opset imports if it is not there yet
+    /// (passes that create nodes of a custom domain). Returns true when it was added.
+    pub fn ensure_opset_import(&mut self, domain: &str, version: i64) -> bool {
+        if opset_version(&self.proto, domain).is_some() {
+            return false;
+        }
+        self.proto.opset_import.push(proto::OperatorSetIdProto {
+            domain: Some(domain.to_string()),
+            version: Some(version),
+        });
+        true
+    }
+
     /// True when no pass changed the graph.
     pub fn is_untouched(&self) -> bool {
         self.graph.g.node_count() == self.loaded_nodes

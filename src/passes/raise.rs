@@ -1,0 +1,492 @@
+//! Pass `raise`: a Slice (ONNX `Slice`, OpenVINO `Slice-8`) with constant parameters and axes,
+//! optionally followed by a `Reshape`/`Squeeze`/`Unsqueeze` that only adds or removes size-1
+//! axes (and is the Slice's only consumer), becomes one StridedSlice: OpenVINO `StridedSlice-1`
+//! with 0/1 list masks, or in ONNX the TensorFlow-style `StridedSlice` of the custom domain
+//! `org.tensorflow` (added to the model's opset imports).
+//!
+//! On axes of known size the parameters are the exact resolved ranges; on axes of unknown size
+//! the Slice bounds are kept, except a reverse range starting at a negative index, which
+//! TensorFlow clamps differently (left alone for ONNX, reported). A follow-up node that cannot
+//! be absorbed (non-constant axes, a Reshape on dims not all known) stays after the new node.
+//! With a static input the rewrite is checked by translation validation.
+
+use petgraph::stable_graph::NodeIndex;
+
+use crate::error::{Error, Result};
+use crate::formats::{Format, Model};
+use crate::ir::{Attr, Graph, NodeKind, OutletId};
+use crate::passes::eval;
+use crate::passes::rewrite::{self, Builder};
+use crate::passes::slice_node::{self, SliceOp};
+use crate::pipeline::{Change, PassReport};
+use crate::semantics::{self, AxisPlan, Bound, Clamp, Flavour, ResolvedAxis, StridedSliceSpec};
+
+/// The ONNX custom domain of TensorFlow-style StridedSlice nodes.
+pub const TF_DOMAIN: &str = "org.tensorflow";
+
+/// Raises every Slice of `model`.
+pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
+    let format = model.format();
+    let opset = match model {
+        Model::Onnx(m) => m.opset(),
+        Model::OpenVino(_) => 0,
+    };
+    let order = model.graph().topo_order().map_err(|c| Error::Node {
+        path: model.path().to_path_buf(),
+        node: c.0,
+        op: String::new(),
+        message: "the graph has a cycle through this node".into(),
+    })?;
+    let mut raised = false;
+    for ix in order {
+        let graph = model.graph_mut();
+        if graph.g.node_weight(ix).is_none() {
+            continue;
+        }
+        let Some(op) = slice_node::classify(graph, ix, format, opset) else {
+            continue;
+        };
+        if !matches!(op, SliceOp::OnnxSlice { .. } | SliceOp::OvSlice8) {
+            continue;
+        }
+        let (name, op_type) = {
+            let n = graph.node(ix);
+            (n.name.clone(), n.op_type.clone())
+        };
+        match raise_node(graph, ix, op, format) {
+            Ok(what) => {
+                raised = true;
+                report.changes.push(Change {
+                    node: name,
+                    op: op_type,
+                    what,
+                    before: None,
+                    after: None,
+                })
+            }
+            Err(why) => report.skipped.push(Change {
+                node: name,
+                op: op_type,
+                what: why,
+                before: None,
+                after: None,
+            }),
+        }
+    }
+    if raised {
+        if let Model::Onnx(m) = model {
+            m.ensure_opset_import(TF_DOMAIN, 1);
+        }
+    }
+    Ok(())
+}
+
+/// One StridedSlice entry for an input axis kept as a range.
+#[derive(Clone, Copy)]
+struct Ent {
+    begin: i64,
+    end: i64,
+    stride: i64,
+    begin_mask: bool,
+    end_mask: bool,
+}
+
+/// What happens to the axes after the Slice, in output order.
+#[derive(Clone, Copy, PartialEq)]
+enum Ev {
+    Keep(usize),
+    Remove(usize),
+    New,
+}
+
+fn const_ints(graph: &Graph, node: NodeIndex, port: usize) -> Option<Option<Vec<i64>>> {
+    match graph.input(node, port) {
+        None => Some(None),
+        Some(o) => graph.constant_at(o)?.to_i64_vec().map(Some),
+    }
+}
+
+fn norm_axes(axes: &[i64], rank: usize) -> Option<Vec<usize>> {
+    let mut v: Vec<usize> = axes
+        .iter()
+        .map(|&a| {
+            let a = if a < 0 { a + rank as i64 } else { a };
+            (0..rank as i64).contains(&a).then_some(a as usize)
+        })
+        .collect::<Option<_>>()?;
+    v.sort_unstable();
+    let n = v.len();
+    v.dedup();
+    (v.len() == n).then_some(v)
+}
+
+/// Events of a follow-up node, or `None` when it cannot be absorbed.
+fn follow_events(
+    graph: &Graph,
+    f: NodeIndex,
+    out_dims: &[Option<u64>],
+    single: &[Option<i64>],
+    format: Format,
+) -> Option<(Vec<Ev>, Vec<u64>)> {
+    let n = graph.node(f);
+    let rank = out_dims.len();
+    let known: Option<Vec<u64>> = out_dims.iter().copied().collect();
+    let evs: Vec<Ev> = match n.op_type.as_str() {
+        "Squeeze" => {
+            let axes = match const_ints(graph, f, 1)? {
+                Some(a) => Some(a),
+                None => n.attr_ints("axes").and_then(|r| r.ok()),
+            };
+            let removed: Vec<usize> = match axes {
+                Some(a) => norm_axes(&a, rank)?,
+                None if known.is_some() => (0..rank).filter(|&i| out_dims[i] == Some(1)).collect(),
+                None => return None,
+            };
+            if axes_unknown_all(&removed, out_dims) {
+                return None;
+            }
+            (0..rank)
+                .map(|i| {
+                    if removed.contains(&i) {
+                        Ev::Remove(i)
+                    } else {
+                        Ev::Keep(i)
+                    }
+                })
+                .collect()
+        }
+        "Unsqueeze" => {
+            let axes = match const_ints(graph, f, 1)? {
+                Some(a) => a,
+                None => n.attr_ints("axes").and_then(|r| r.ok())?,
+            };
+            let out_rank = rank + axes.len();
+            let new = norm_axes(&axes, out_rank)?;
+            let mut next = 0;
+            (0..out_rank)
+                .map(|p| {
+                    if new.contains(&p) {
+                        Ev::New
+                    } else {
+                        next += 1;
+                        Ev::Keep(next - 1)
+                    }
+                })
+                .collect()
+        }
+        "Reshape" => {
+            let dims = known.clone()?;
+            let target = const_ints(graph, f, 1)??;
+            let zero_copies = match format {
+                Format::OpenVino => matches!(
+                    n.attr_str("special_zero")
+                        .map(|s| s.trim().to_ascii_lowercase())
+                        .as_deref(),
+                    Some("true" | "1")
+                ),
+                Format::Onnx => n.attr_int("allowzero").unwrap_or(0) == 0,
+            };
+            let out = eval::reshape_target(&dims, &target, zero_copies).ok()?;
+            align(&dims, &out)?
+        }
+        _ => return None,
+    };
+    // Every removed axis must select exactly one known element.
+    if evs
+        .iter()
+        .any(|e| matches!(e, Ev::Remove(i) if single[*i].is_none()))
+    {
+        return None;
+    }
+    let shape = known.map(|k| shape_after(&k, &evs)).unwrap_or_default();
+    Some((evs, shape))
+}
+
+fn axes_unknown_all(removed: &[usize], out_dims: &[Option<u64>]) -> bool {
+    removed.iter().any(|&i| out_dims[i] != Some(1))
+}
+
+fn shape_after(dims: &[u64], evs: &[Ev]) -> Vec<u64> {
+    evs.iter()
+        .filter_map(|e| match e {
+            Ev::Keep(i) => Some(dims[*i]),
+            Ev::New => Some(1),
+            Ev::Remove(_) => None,
+        })
+        .collect()
+}
+
+/// Aligns `input` and `output` dims that differ only by size-1 axes.
+fn align(input: &[u64], output: &[u64]) -> Option<Vec<Ev>> {
+    let (mut i, mut j) = (0, 0);
+    let mut evs = Vec::new();
+    while i < input.len() || j < output.len() {
+        match (input.get(i), output.get(j)) {
+            (Some(a), Some(b)) if a == b => {
+                evs.push(Ev::Keep(i));
+                i += 1;
+                j += 1;
+            }
+            (Some(1), _) => {
+                evs.push(Ev::Remove(i));
+                i += 1;
+            }
+            (_, Some(1)) => {
+                evs.push(Ev::New);
+                j += 1;
+            }
+            _ => return None,
+        }
+    }
+    Some(evs)
+}
+
+fn raise_node(
+    graph: &mut Graph,
+    ix: NodeIndex,
+    op: SliceOp,
+    format: Format,
+) -> std::result::Result<String, String> {
+    let ir = format == Format::OpenVino;
+    let sn = slice_node::decode(graph, ix, op).map_err(|e| format!("left as is: {e}"))?;
+    if !sn.plan.is_constant() {
+        return Err("left as is: non-constant starts, ends or steps".into());
+    }
+    let (flavour, clamp) = if ir {
+        (Flavour::Ov, Clamp::Ov)
+    } else {
+        (Flavour::Tf, Clamp::Tf)
+    };
+    let rank = sn.plan.input_rank;
+    let dims = rewrite::known_dims(graph, sn.data).unwrap_or_else(|| vec![None; rank]);
+    let static_dims: Option<Vec<u64>> = dims.iter().copied().collect();
+    let old_sel = match &static_dims {
+        Some(d) => {
+            Some(rewrite::select(&sn.plan, d, op.clamp()).map_err(|e| format!("left as is: {e}"))?)
+        }
+        None => None,
+    };
+    let declared_out = rewrite::known_dims(graph, OutletId { node: ix, port: 0 });
+    let mut ents = Vec::with_capacity(rank);
+    let mut single: Vec<Option<i64>> = Vec::with_capacity(rank);
+    let mut out_dims: Vec<Option<u64>> = Vec::with_capacity(rank);
+    for entry in &sn.plan.axes {
+        let AxisPlan::Range {
+            axis,
+            begin,
+            end,
+            step,
+        } = *entry
+        else {
+            return Err("internal: a Slice plan with a new or shrunk axis".into());
+        };
+        let s = step.ok_or("left as is: non-constant steps")?;
+        if let Some(d) = dims[axis] {
+            let ResolvedAxis::Range {
+                start, step, len, ..
+            } = rewrite::resolve_entry(*entry, d, op.clamp())
+                .map_err(|e| format!("left as is: {e}"))?
+            else {
+                return Err("internal: a range resolved to something else".into());
+            };
+            ents.push(match rewrite::exact_range(start, step, len, d) {
+                None => Ent {
+                    begin: 0,
+                    end: 0,
+                    stride: 1,
+                    begin_mask: true,
+                    end_mask: true,
+                },
+                Some((a, i64::MIN, c)) => Ent {
+                    begin: a,
+                    end: 0,
+                    stride: c,
+                    begin_mask: false,
+                    end_mask: true,
+                },
+                Some((a, b, c)) => Ent {
+                    begin: a,
+                    end: b,
+                    stride: c,
+                    begin_mask: false,
+                    end_mask: false,
+                },
+            });
+            single.push((len == 1).then_some(start));
+            out_dims.push(Some(len));
+        } else {
+            if !ir {
+                let lo = rewrite::lower_bound(graph, sn.data, axis);
+                if let Some(why) = rewrite::clamp_ambiguity(begin, s, lo) {
+                    return Err(format!("left as is: {why}"));
+                }
+            }
+            let val = |b: Bound| match b {
+                Bound::Index(v) => Ok((v, false)),
+                Bound::Edge => Ok((0, true)),
+                Bound::Dynamic => Err("left as is: non-constant starts or ends".to_string()),
+            };
+            let (b, bm) = val(begin)?;
+            let (e, em) = val(end)?;
+            ents.push(Ent {
+                begin: b,
+                end: e,
+                stride: s,
+                begin_mask: bm,
+                end_mask: em,
+            });
+            let one = match (begin, end) {
+                (Bound::Index(b), Bound::Index(e)) if s > 0 && b >= 0 && e == b.wrapping_add(1) => {
+                    Some(b)
+                }
+                (Bound::Index(b), Bound::Index(e)) if s > 0 && b < -1 && e == b + 1 => Some(b),
+                (Bound::Index(-1), Bound::Edge | Bound::Index(i64::MAX)) if s > 0 => Some(-1),
+                _ => None,
+            };
+            single.push(one);
+            out_dims.push(
+                declared_out
+                    .as_ref()
+                    .and_then(|d| d.get(axis).copied().flatten())
+                    .or(one.map(|_| 1)),
+            );
+        }
+    }
+
+    // An absorbable follow-up: the Slice's only consumer, a Reshape/Squeeze/Unsqueeze.
+    let consumers = graph.consumers(OutletId { node: ix, port: 0 });
+    let mut follow: Option<NodeIndex> = None;
+    let mut evs: Vec<Ev> = (0..rank).map(Ev::Keep).collect();
+    let mut kept_note = "";
+    if let [(c, 0)] = consumers.as_slice() {
+        let n = graph.node(*c);
+        let same_domain = if ir {
+            n.domain.starts_with("opset")
+        } else {
+            n.domain.is_empty() || n.domain == "ai.onnx"
+        };
+        if n.kind == NodeKind::Op
+            && same_domain
+            && n.outputs.len() == 1
+            && matches!(n.op_type.as_str(), "Reshape" | "Squeeze" | "Unsqueeze")
+        {
+            match follow_events(graph, *c, &out_dims, &single, format) {
+                Some((e, _)) => {
+                    evs = e;
+                    follow = Some(*c);
+                }
+                None => kept_note = " (the reshaping node after it is kept: not only size-1 axes, or not known to be)",
+            }
+        }
+    }
+
+    // The StridedSlice spec, one entry per event.
+    let mut spec = StridedSliceSpec::default();
+    let mut strides = Vec::new();
+    for e in &evs {
+        let (b, en, s, bm, em, na, sh) = match *e {
+            Ev::Keep(a) => {
+                let t = ents[a];
+                (
+                    t.begin,
+                    t.end,
+                    t.stride,
+                    t.begin_mask,
+                    t.end_mask,
+                    false,
+                    false,
+                )
+            }
+            Ev::Remove(a) => {
+                let i = single[a].ok_or("internal: removed axis without an index")?;
+                (i, i.saturating_add(1), 1, false, false, false, true)
+            }
+            Ev::New => (0, 0, 1, false, false, true, false),
+        };
+        spec.begin.push(Some(b));
+        spec.end.push(Some(en));
+        strides.push(Some(s));
+        spec.begin_mask.push(bm);
+        spec.end_mask.push(em);
+        spec.new_axis_mask.push(na);
+        spec.shrink_axis_mask.push(sh);
+        spec.ellipsis_mask.push(false);
+    }
+    spec.strides = Some(strides);
+    if !ir && evs.len() > 63 {
+        return Err("left as is: more than 63 entries do not fit TensorFlow mask bits".into());
+    }
+    let new_plan = semantics::strided_slice(&spec, flavour, rank)
+        .map_err(|e| format!("internal: the StridedSlice built is invalid: {e}"))?;
+
+    // Translation validation.
+    let mut validated = false;
+    if let (Some(d), Some((idx, shape))) = (&static_dims, &old_sel) {
+        let want = (idx.clone(), shape_after(shape, &evs));
+        let got = rewrite::select(&new_plan, d, clamp).map_err(|e| format!("left as is: {e}"))?;
+        rewrite::compare(&want, &got).map_err(|e| format!("left as is: {e}"))?;
+        validated = true;
+    }
+
+    // Build.
+    let follow_op = follow.map(|f| graph.node(f).op_type.clone());
+    let last = follow.unwrap_or(ix);
+    let out_value = graph
+        .node(last)
+        .outputs
+        .first()
+        .cloned()
+        .ok_or("left as is: no output")?;
+    let name = graph.node(last).name.clone();
+    let col = |f: &dyn Fn(usize) -> i64| -> Vec<i64> { (0..evs.len()).map(f).collect() };
+    let begin = col(&|i| spec.begin[i].unwrap_or(0));
+    let end = col(&|i| spec.end[i].unwrap_or(0));
+    let stride = col(&|i| spec.strides.as_ref().and_then(|s| s[i]).unwrap_or(1));
+    let masks: Vec<(&str, Vec<i64>)> = [
+        ("begin_mask", &spec.begin_mask),
+        ("end_mask", &spec.end_mask),
+        ("new_axis_mask", &spec.new_axis_mask),
+        ("shrink_axis_mask", &spec.shrink_axis_mask),
+        ("ellipsis_mask", &spec.ellipsis_mask),
+    ]
+    .into_iter()
+    .map(|(n, m)| (n, m.iter().map(|&b| i64::from(b)).collect()))
+    .collect();
+    let mut b = Builder::new(graph, format, last);
+    let bc = b.const_i64("begin", &begin);
+    let ec = b.const_i64("end", &end);
+    let sc = b.const_i64("strides", &stride);
+    let attrs = masks
+        .iter()
+        .map(|(n, m)| {
+            let v = if ir {
+                rewrite::ov_list(m)
+            } else {
+                Attr::Int(m.iter().enumerate().map(|(i, &x)| x << i).sum::<i64>())
+            };
+            (n.to_string(), v)
+        })
+        .collect();
+    let node = b.op(
+        Some(name),
+        "StridedSlice",
+        if ir { "opset1" } else { TF_DOMAIN },
+        &[Some(sn.data), Some(bc), Some(ec), Some(sc)],
+        attrs,
+        Some(out_value),
+        Default::default(),
+    );
+    rewrite::take_over(graph, last, node);
+    if follow.is_some() {
+        graph.g.remove_node(ix);
+    }
+    let note = if validated {
+        ""
+    } else {
+        " (input shape not static: not validated)"
+    };
+    let with = follow_op
+        .map(|op| format!(" with the {op} after it"))
+        .unwrap_or_default();
+    Ok(format!("raised to StridedSlice{with}{kept_note}{note}"))
+}

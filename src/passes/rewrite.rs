@@ -1,0 +1,263 @@
+//! What `lower` and `raise` share: building new nodes next to the one they replace, exact
+//! per-axis parameters from resolved ranges, and translation validation on an index tensor.
+
+use petgraph::stable_graph::NodeIndex;
+
+use crate::formats::Format;
+use crate::ir::{
+    Attr, DType, DeclaredDim, Graph, Node, NodeKind, OutletId, Tensor, Value, ValueType,
+};
+use crate::passes::slice_node;
+use crate::semantics::{
+    self, AxisPlan, Bound, Clamp, ResolvedAxis, SliceError, SlicePlan, DEFAULT_MAX_ELEMENTS,
+};
+
+/// Per input axis: the dim when known (a known value or an interval `n..n`).
+pub fn known_dims(graph: &Graph, outlet: OutletId) -> Option<Vec<Option<u64>>> {
+    Some(
+        slice_node::declared_shape(graph, outlet)?
+            .iter()
+            .map(|d| match d {
+                DeclaredDim::Known(v) => Some(*v),
+                DeclaredDim::Interval(lo, Some(hi)) if lo == hi => Some(*lo),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+/// The smallest value a declared dim can take.
+pub fn lower_bound(graph: &Graph, outlet: OutletId, axis: usize) -> u64 {
+    match slice_node::declared_shape(graph, outlet)
+        .as_ref()
+        .and_then(|s| s.get(axis))
+    {
+        Some(DeclaredDim::Known(v)) | Some(DeclaredDim::Interval(v, _)) => *v,
+        _ => 0,
+    }
+}
+
+/// Resolves one plan entry against a known dim `d` (the entry's axis is ignored).
+pub fn resolve_entry(entry: AxisPlan, d: u64, clamp: Clamp) -> Result<ResolvedAxis, SliceError> {
+    let entry = match entry {
+        AxisPlan::Range {
+            begin, end, step, ..
+        } => AxisPlan::Range {
+            axis: 0,
+            begin,
+            end,
+            step,
+        },
+        AxisPlan::Shrink { index, .. } => AxisPlan::Shrink { axis: 0, index },
+        AxisPlan::NewAxis => AxisPlan::NewAxis,
+    };
+    let plan = SlicePlan {
+        input_rank: 1,
+        axes: vec![entry],
+    };
+    Ok(semantics::resolve_concrete(&plan, &[d], clamp)?[0])
+}
+
+/// Exact `(start, stop, step)` selecting `len` elements from `start` by `step` on an axis of
+/// size `d`, valid under every clamping rule; `None` when it selects the whole axis in order.
+/// A reverse range ending below index 0 gets the stop `INT64_MIN` (a stop of `-1` would mean the
+/// last element).
+pub fn exact_range(start: i64, step: i64, len: u64, d: u64) -> Option<(i64, i64, i64)> {
+    if len == d && (step == 1 || d <= 1) {
+        return None;
+    }
+    // Canonical forms: an empty range is `d:d` (tract 0.23 mis-optimizes a `0:0` slice of a
+    // size-1 axis next to another sliced axis), a single element `i:i+1` (whatever the step).
+    if len == 0 {
+        let d = i64::try_from(d).unwrap_or(i64::MAX);
+        return Some((d, d, 1));
+    }
+    if len == 1 {
+        return Some((start, start + 1, 1));
+    }
+    let last = start as i128 + step as i128 * (len as i128 - 1);
+    let stop = if step > 0 {
+        last + 1
+    } else if last >= 1 {
+        last - 1
+    } else {
+        i64::MIN as i128
+    };
+    Some((start, stop as i64, step))
+}
+
+/// Value of a bound as a Slice / StridedSlice parameter: `Edge` becomes the extreme in the
+/// step's direction.
+pub fn bound_value(b: Bound, is_begin: bool, step: i64) -> Option<i64> {
+    match b {
+        Bound::Index(v) => Some(v),
+        Bound::Dynamic => None,
+        Bound::Edge => Some(match (is_begin, step > 0) {
+            (true, true) => 0,
+            (true, false) => i64::MAX,
+            (false, true) => i64::MAX,
+            (false, false) => i64::MIN,
+        }),
+    }
+}
+
+/// Why a TensorFlow-clamped reverse range cannot be expressed with OpenVINO/ONNX clamping on an
+/// axis whose size is not known: TensorFlow selects nothing when `begin < -dim`, the others the
+/// first element.
+pub fn clamp_ambiguity(begin: Bound, step: i64, lower: u64) -> Option<String> {
+    match begin {
+        Bound::Index(v) if step < 0 && v < 0 && (lower as i128) < -(v as i128) => Some(format!(
+            "reverse range from {v} on an axis of unknown size: TensorFlow selects nothing when \
+             the size is below {}, Slice/OpenVINO one element",
+            -(v as i128)
+        )),
+        _ => None,
+    }
+}
+
+/// Adds new nodes beside an existing one (same position in the output order).
+pub struct Builder<'a> {
+    pub graph: &'a mut Graph,
+    pub format: Format,
+    /// Base for names of new nodes and values.
+    pub base: String,
+    order: (u64, u64),
+    k: u64,
+}
+
+impl<'a> Builder<'a> {
+    /// A builder placing new nodes where `beside` is.
+    pub fn new(graph: &'a mut Graph, format: Format, beside: NodeIndex) -> Builder<'a> {
+        let n = graph.node(beside);
+        let (base, order) = (n.name.clone(), n.order);
+        Builder {
+            graph,
+            format,
+            base,
+            order,
+            k: 0,
+        }
+    }
+
+    fn add(&mut self, mut node: Node) -> NodeIndex {
+        self.k += 1;
+        node.order = (self.order.0, self.order.1.saturating_add(self.k));
+        let ix = self.graph.add_node(node);
+        self.graph.node_mut(ix).order = (self.order.0, self.order.1.saturating_add(self.k));
+        ix
+    }
+
+    /// A new 1-D i64 constant.
+    pub fn const_i64(&mut self, what: &str, values: &[i64]) -> OutletId {
+        let name = self.graph.unique_name(&format!("{}/{what}", self.base));
+        let t = Tensor::from_i64(vec![values.len() as u64], values);
+        let mut node = match self.format {
+            Format::Onnx => Node::op(name.clone(), "", ""),
+            Format::OpenVino => Node::op(name.clone(), "Const", "opset1"),
+        };
+        node.outputs = vec![Value {
+            name,
+            ty: ValueType {
+                dtype: Some(DType::I64),
+                shape: Some(vec![DeclaredDim::Known(values.len() as u64)]),
+            },
+            ty_changed: true,
+        }];
+        node.kind = NodeKind::Const(t);
+        let ix = self.add(node);
+        OutletId { node: ix, port: 0 }
+    }
+
+    /// A new operation node with one output. `name`/`out` `None`: fresh names from the base.
+    #[allow(clippy::too_many_arguments)]
+    pub fn op(
+        &mut self,
+        name: Option<String>,
+        op_type: &str,
+        domain: &str,
+        inputs: &[Option<OutletId>],
+        attrs: Vec<(String, Attr)>,
+        out: Option<Value>,
+        ty: ValueType,
+    ) -> NodeIndex {
+        let name = name.unwrap_or_else(|| {
+            self.graph
+                .unique_name(&format!("{}/{}", self.base, op_type.to_lowercase()))
+        });
+        let mut node = Node::op(name.clone(), op_type, domain);
+        node.num_inputs = inputs.len();
+        node.attrs = attrs;
+        node.outputs = vec![out.unwrap_or_else(|| Value {
+            name: self.graph.unique_name(&format!("{name}:0")),
+            ty,
+            ty_changed: true,
+        })];
+        let ix = self.add(node);
+        for (port, i) in inputs.iter().enumerate() {
+            if let Some(o) = i {
+                self.graph.connect(*o, ix, port);
+            }
+        }
+        ix
+    }
+}
+
+/// Moves the consumers of `old`'s output 0 to `new`'s output 0 and removes `old`.
+pub fn take_over(graph: &mut Graph, old: NodeIndex, new: NodeIndex) {
+    graph.redirect(
+        OutletId { node: old, port: 0 },
+        OutletId { node: new, port: 0 },
+    );
+    graph.g.remove_node(old);
+}
+
+/// Indices and shape a plan selects on `dims`.
+pub type Selection = (Vec<u64>, Vec<u64>);
+
+/// What `plan` selects on `dims` (indices in output order, output shape).
+pub fn select(plan: &SlicePlan, dims: &[u64], clamp: Clamp) -> Result<Selection, SliceError> {
+    let idx = semantics::gather(plan, dims, clamp, DEFAULT_MAX_ELEMENTS)?;
+    let shape = semantics::output_shape(plan, dims, clamp)?;
+    Ok((idx, shape))
+}
+
+/// Compares the old node's selection with the new subgraph's; `Err` describes the difference.
+pub fn compare(old: &Selection, new: &Selection) -> Result<(), String> {
+    if old.1 != new.1 {
+        return Err(format!(
+            "translation validation failed: shape {:?} would become {:?}",
+            old.1, new.1
+        ));
+    }
+    if old.0 != new.0 {
+        let at = old
+            .0
+            .iter()
+            .zip(&new.0)
+            .position(|(a, b)| a != b)
+            .unwrap_or(0);
+        return Err(format!(
+            "translation validation failed: selected indices differ (first at output element {at})"
+        ));
+    }
+    Ok(())
+}
+
+/// Declared type of a value: dtype of `like`, shape `shape`.
+pub fn ty_like(graph: &Graph, like: OutletId, shape: Option<Vec<DeclaredDim>>) -> ValueType {
+    let dtype = graph
+        .constant_at(like)
+        .map(|t| t.dtype)
+        .or_else(|| graph.value(like).and_then(|v| v.ty.dtype));
+    ValueType { dtype, shape }
+}
+
+/// An OpenVINO list attribute (`1,0,1`).
+pub fn ov_list(v: &[i64]) -> Attr {
+    Attr::String(
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    )
+}
