@@ -142,6 +142,7 @@ fn lower_node(
                 begin,
                 end,
                 step,
+                ..
             } => {
                 let s = step.ok_or("left as is: non-constant strides")?;
                 if let Some(d) = dims[axis] {
@@ -176,7 +177,7 @@ fn lower_node(
                     out_dims.push((DeclaredDim::Unknown, Some(axis)));
                 }
             }
-            AxisPlan::Shrink { axis, index } => {
+            AxisPlan::Shrink { axis, index, .. } => {
                 let i = index.ok_or("left as is: non-constant begin")?;
                 shrunk.push(axis as i64);
                 if let Some(d) = dims[axis] {

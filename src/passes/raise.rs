@@ -276,6 +276,7 @@ fn raise_node(
             begin,
             end,
             step,
+            ..
         } = *entry
         else {
             return Err("internal: a Slice plan with a new or shrunk axis".into());
