@@ -975,10 +975,7 @@ impl<'a> Writer<'a> {
         match data_pos {
             Some(i) => {
                 if let Some(XmlNode::Element(d)) = el.children.get_mut(i) {
-                    if d.attrs != data_attrs {
-                        d.attrs = data_attrs;
-                        d.span = None;
-                    }
+                    d.set_attrs(data_attrs);
                 }
             }
             None if !data_attrs.is_empty() => {
