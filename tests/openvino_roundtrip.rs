@@ -203,7 +203,7 @@ fn changed_const_data_is_appended_and_unchanged_is_reused() {
     let out = tmp.path().join("q.xml");
     m.save(&out).unwrap();
     assert_eq!(read(&bin_path_for(&src)), read(&bin_path_for(&out)));
-    // Changed data: appended.
+    // Changed data: appended, and its old range (used by no other constant) dropped.
     let n = m.graph.node_mut(consts[0]);
     let Some(NodeKind::Const(t)) = Some(n.kind.clone()) else {
         unreachable!()
@@ -218,7 +218,8 @@ fn changed_const_data_is_appended_and_unchanged_is_reused() {
     m.save(&out).unwrap();
     let bin_in = read(&bin_path_for(&src));
     let bin_out = read(&bin_path_for(&out));
-    assert_eq!(bin_out.len(), bin_in.len() + raw.len());
+    assert_eq!(bin_out.len(), bin_in.len() - raw.len() + changed.len());
+    assert_eq!(&bin_out[bin_out.len() - changed.len()..], &changed[..]);
     let m2 = OvModel::load(&out).unwrap();
     let ix = find(&m2, &m.graph.node(consts[0]).name.clone());
     assert_eq!(
