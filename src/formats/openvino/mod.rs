@@ -903,11 +903,9 @@ impl<'a> Writer<'a> {
                     NodeKind::Const(Tensor {
                         data: TensorData::Raw(raw),
                         ..
-                    }) => {
-                        if self.same_as_original(range, raw) {
-                            self.reused.insert(ix, range);
-                            refs.push(range);
-                        }
+                    }) if self.same_as_original(range, raw) => {
+                        self.reused.insert(ix, range);
+                        refs.push(range);
                     }
                     NodeKind::Const(_) => {}
                     _ if n.op_type == "Const" => refs.push(range),
