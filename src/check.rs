@@ -371,10 +371,7 @@ pub fn info(model: &Model) -> Info {
             .into_iter()
             .collect(),
     };
-    let opset = match model {
-        Model::Onnx(m) => m.opset(),
-        Model::OpenVino(_) => 0,
-    };
+    let opset = model.onnx_opset();
     let mut slices = Vec::new();
     for ix in work.graph().topo_order().unwrap_or_default() {
         let Some(op) = slice_node::classify(work.graph(), ix, format, opset) else {

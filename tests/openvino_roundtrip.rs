@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use slice_opt::formats::openvino::xml::{Document, Element};
 use slice_opt::formats::openvino::{bin_path_for, OvModel};
 use slice_opt::ir::{DType, DeclaredDim, Node, NodeKind, Tensor, TensorData, Value, ValueType};
 use slice_opt::Error;
@@ -203,7 +204,7 @@ fn changed_const_data_is_appended_and_unchanged_is_reused() {
     let out = tmp.path().join("q.xml");
     m.save(&out).unwrap();
     assert_eq!(read(&bin_path_for(&src)), read(&bin_path_for(&out)));
-    // Changed data: appended.
+    // Changed data: appended, and its old range (used by no other constant) dropped.
     let n = m.graph.node_mut(consts[0]);
     let Some(NodeKind::Const(t)) = Some(n.kind.clone()) else {
         unreachable!()
@@ -218,7 +219,8 @@ fn changed_const_data_is_appended_and_unchanged_is_reused() {
     m.save(&out).unwrap();
     let bin_in = read(&bin_path_for(&src));
     let bin_out = read(&bin_path_for(&out));
-    assert_eq!(bin_out.len(), bin_in.len() + raw.len());
+    assert_eq!(bin_out.len(), bin_in.len() - raw.len() + changed.len());
+    assert_eq!(&bin_out[bin_out.len() - changed.len()..], &changed[..]);
     let m2 = OvModel::load(&out).unwrap();
     let ix = find(&m2, &m.graph.node(consts[0]).name.clone());
     assert_eq!(
@@ -529,4 +531,251 @@ fn dims_parse_and_format_as_openvino_reads_them() {
         assert_eq!(parse_dim(bad), None, "{bad}");
     }
     assert_eq!(format_dim(&DeclaredDim::Param("batch".into())), "-1");
+}
+
+/// Every Const layer in `text` (top level and inside bodies), in document order:
+/// `(name, offset, size, element text)`.
+fn const_layers(text: &str) -> Vec<(String, u64, u64, String)> {
+    fn walk(el: &Element, src: &str, out: &mut Vec<(String, u64, u64, String)>) {
+        if el.name == "layer" && el.attr("type") == Some("Const") {
+            let d = el.child("data").expect("Const has <data>");
+            let num = |k: &str| d.attr(k).unwrap().trim().parse::<u64>().unwrap();
+            let mut s = String::new();
+            el.write(src, &mut s);
+            out.push((
+                el.attr("name").unwrap().to_string(),
+                num("offset"),
+                num("size"),
+                s,
+            ));
+        }
+        for c in el.elements() {
+            walk(c, src, out);
+        }
+    }
+    let doc = Document::parse(text).unwrap();
+    let mut out = Vec::new();
+    walk(&doc.root, text, &mut out);
+    out
+}
+
+fn bytes_at(bin: &[u8], off: u64, size: u64) -> &[u8] {
+    &bin[off as usize..(off + size) as usize]
+}
+
+/// `cleanup` after removing a path: the dropped Const's range leaves the `.bin`, later ranges
+/// move down, and every remaining constant keeps its bytes.
+#[test]
+fn removed_const_range_is_dropped_and_offsets_remapped() {
+    let src = fixture("qkv_split.tf.xml");
+    let orig_text = String::from_utf8(read(&src)).unwrap();
+    let orig_bin = read(&bin_path_for(&src));
+    let before = const_layers(&orig_text);
+    let mut m = OvModel::load(&src).unwrap();
+
+    // Drop the strided_slice_2 -> Sum -> add path and the Const 'strided_slice_2/stack_1'
+    // (bytes 32..40, used by no other layer); the Result reads the MatMul.
+    let matmul = find(&m, "MatMul");
+    let add = find(&m, "add");
+    m.graph.redirect(
+        slice_opt::ir::OutletId { node: add, port: 0 },
+        slice_opt::ir::OutletId {
+            node: matmul,
+            port: 0,
+        },
+    );
+    for name in ["add", "Sum", "strided_slice_2", "strided_slice_2/stack_1"] {
+        let ix = find(&m, name);
+        m.graph.g.remove_node(ix);
+    }
+    let dropped = before
+        .iter()
+        .find(|c| c.0 == "strided_slice_2/stack_1")
+        .unwrap();
+    assert_eq!((dropped.1, dropped.2), (32, 8));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cut.xml");
+    m.save(&out).unwrap();
+    let text = String::from_utf8(read(&out)).unwrap();
+    let bin = read(&bin_path_for(&out));
+    assert_eq!(bin.len() as u64, orig_bin.len() as u64 - dropped.2);
+
+    let after = const_layers(&text);
+    assert_eq!(after.len(), before.len() - 1);
+    for (name, off, size, el) in &after {
+        let (_, o0, s0, el0) = before.iter().find(|c| &c.0 == name).unwrap();
+        assert_eq!(size, s0, "{name}");
+        assert_eq!(
+            bytes_at(&bin, *off, *size),
+            bytes_at(&orig_bin, *o0, *s0),
+            "{name}"
+        );
+        // Ranges after the dropped one moved down; the element text is the same otherwise.
+        let expect_off = if *o0 >= dropped.1 + dropped.2 {
+            o0 - dropped.2
+        } else {
+            *o0
+        };
+        assert_eq!(*off, expect_off, "{name}");
+        assert_eq!(
+            el,
+            &el0.replace(
+                &format!("offset=\"{o0}\""),
+                &format!("offset=\"{expect_off}\"")
+            ),
+            "{name}"
+        );
+    }
+    // Shared ranges stay shared.
+    let off_of = |n: &str| after.iter().find(|c| c.0 == n).unwrap().1;
+    assert_eq!(
+        off_of("strided_slice_2/stack"),
+        off_of("strided_slice_1/stack_1")
+    );
+
+    let m2 = OvModel::load(&out).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    let m0 = OvModel::load(&src).unwrap();
+    for ix in m2.graph.g.node_indices() {
+        let n = m2.graph.node(ix);
+        if let Some(t) = n.constant() {
+            let t0 = m0.graph.node(find(&m0, &n.name)).constant().unwrap();
+            assert_eq!(t.raw(), t0.raw(), "{}", n.name);
+        }
+    }
+    let result = find(&m2, "Identity:0");
+    assert_eq!(
+        m2.graph.input(result, 0).map(|o| o.node),
+        Some(find(&m2, "MatMul"))
+    );
+}
+
+/// A top-level change that moves the ranges the Loop body uses: the body's Const offsets are
+/// rewritten (only them), and the body's constants keep their bytes.
+#[test]
+fn loop_body_constants_survive_compaction() {
+    let src = fixture("loop_body_slice.tf.xml");
+    let orig_text = String::from_utf8(read(&src)).unwrap();
+    let orig_bin = read(&bin_path_for(&src));
+    let before = const_layers(&orig_text);
+    let mut m = OvModel::load(&src).unwrap();
+
+    // Replace the top-level 'zeros' (bytes 9..25) by a new Const with the same data: the old
+    // range is dropped, the new one appended, and every body range after it moves down.
+    let zeros = find(&m, "zeros");
+    let mut c = Node::op("zeros_new", "Const", "opset1");
+    c.kind = m.graph.node(zeros).kind.clone();
+    c.outputs = m.graph.node(zeros).outputs.clone();
+    c.outputs[0].name = "zeros_new:0".into();
+    let c = m.graph.add_node(c);
+    m.graph.redirect(
+        slice_opt::ir::OutletId {
+            node: zeros,
+            port: 0,
+        },
+        slice_opt::ir::OutletId { node: c, port: 0 },
+    );
+    m.graph.g.remove_node(zeros);
+    let old = before.iter().find(|c| c.0 == "zeros").unwrap();
+    assert_eq!((old.1, old.2), (9, 16));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("loop.xml");
+    m.save(&out).unwrap();
+    let text = String::from_utf8(read(&out)).unwrap();
+    let bin = read(&bin_path_for(&out));
+    assert_eq!(bin.len(), orig_bin.len(), "16 bytes dropped, 16 appended");
+
+    let after = const_layers(&text);
+    assert_eq!(after.len(), before.len());
+    let body_before: Vec<_> = before.iter().filter(|c| c.0 != "zeros").collect();
+    let body_after: Vec<_> = after.iter().filter(|c| c.0 != "zeros_new").collect();
+    assert_eq!(body_before.len(), body_after.len());
+    let mut moved = 0;
+    for ((n0, o0, s0, el0), (n1, o1, s1, el1)) in body_before.iter().zip(&body_after) {
+        assert_eq!((n0, s0), (n1, s1));
+        assert_eq!(
+            bytes_at(&bin, *o1, *s1),
+            bytes_at(&orig_bin, *o0, *s0),
+            "{n0}"
+        );
+        let expect = if *o0 >= 25 { o0 - 16 } else { *o0 };
+        assert_eq!(*o1, expect, "{n0}");
+        if o1 != o0 {
+            moved += 1;
+        }
+        assert_eq!(
+            el1,
+            &el0.replace(&format!("offset=\"{o0}\""), &format!("offset=\"{o1}\"")),
+            "{n0}"
+        );
+    }
+    assert!(moved >= 6, "the body ranges moved");
+    let new = after.iter().find(|c| c.0 == "zeros_new").unwrap();
+    assert_eq!((new.1, new.2), (orig_bin.len() as u64 - 16, 16));
+    assert_eq!(bytes_at(&bin, new.1, 16), bytes_at(&orig_bin, 9, 16));
+
+    // Apart from offsets, the Loop layer is written as read.
+    let loop_at = |t: &str| {
+        let s = t.find("type=\"Loop\"").unwrap();
+        let s = t[..s].rfind("<layer").unwrap();
+        let e = s + t[s..].find("\n\t\t</layer>").unwrap();
+        t[s..e].to_string()
+    };
+    let mut expect_loop = loop_at(&orig_text);
+    for ((_, o0, _, el0), (_, _, _, el1)) in body_before.iter().zip(&body_after) {
+        if *o0 >= 25 {
+            expect_loop = expect_loop.replacen(el0.as_str(), el1, 1);
+        }
+    }
+    assert_eq!(loop_at(&text), expect_loop);
+
+    let m2 = OvModel::load(&out).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    assert_eq!(m2.graph.op_counts().get("Loop"), Some(&1));
+    let t = m2.graph.node(find(&m2, "zeros_new")).constant().unwrap();
+    assert_eq!(t.raw().unwrap().as_ref(), bytes_at(&orig_bin, 9, 16));
+}
+
+/// New constants with the same bytes share one appended range; different ones do not.
+#[test]
+fn identical_new_constants_share_one_range() {
+    let src = fixture("last_token.tf.xml");
+    let orig_bin = read(&bin_path_for(&src));
+    let mut m = OvModel::load(&src).unwrap();
+    let mut add = |name: &str, values: &[i64]| {
+        let mut c = Node::op(name, "Const", "opset1");
+        c.kind = NodeKind::Const(Tensor::from_i64(vec![values.len() as u64], values));
+        c.outputs = vec![Value {
+            name: format!("{name}:0"),
+            ty: ValueType {
+                dtype: Some(DType::I64),
+                shape: Some(vec![DeclaredDim::Known(values.len() as u64)]),
+            },
+            ty_changed: false,
+        }];
+        m.graph.add_node(c);
+    };
+    add("new_a", &[7, -3]);
+    add("new_b", &[7, -3]);
+    add("new_c", &[7, -4]);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("shared.xml");
+    m.save(&out).unwrap();
+    let text = String::from_utf8(read(&out)).unwrap();
+    let bin = read(&bin_path_for(&out));
+    assert_eq!(bin.len(), orig_bin.len() + 32, "two distinct new constants");
+    assert_eq!(&bin[..orig_bin.len()], &orig_bin[..]);
+    let consts = const_layers(&text);
+    let at = |n: &str| {
+        let c = consts.iter().find(|c| c.0 == n).unwrap();
+        (c.1, c.2)
+    };
+    assert_eq!(at("new_a"), (orig_bin.len() as u64, 16));
+    assert_eq!(at("new_b"), at("new_a"));
+    assert_eq!(at("new_c"), (orig_bin.len() as u64 + 16, 16));
+    let m2 = OvModel::load(&out).unwrap();
+    for (n, v) in [("new_a", [7, -3]), ("new_b", [7, -3]), ("new_c", [7, -4])] {
+        let t = m2.graph.node(find(&m2, n)).constant().unwrap();
+        assert_eq!(t.to_i64_vec(), Some(v.to_vec()), "{n}");
+    }
 }

@@ -67,6 +67,14 @@ impl Model {
         }
     }
 
+    /// The default-domain ONNX opset (0 for OpenVINO IR).
+    pub fn onnx_opset(&self) -> i64 {
+        match self {
+            Model::Onnx(m) => m.opset(),
+            Model::OpenVino(_) => 0,
+        }
+    }
+
     /// The graph.
     pub fn graph(&self) -> &Graph {
         match self {

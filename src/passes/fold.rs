@@ -84,10 +84,7 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
         return Err(NoFold::Silent);
     }
     let format = model.format();
-    let opset = match model {
-        Model::Onnx(m) => m.opset(),
-        Model::OpenVino(_) => 0,
-    };
+    let opset = model.onnx_opset();
     if let Some(op) = slice_node::classify(graph, ix, format, opset) {
         let data = graph
             .input(ix, 0)

@@ -28,10 +28,7 @@ pub fn infer_type(
 /// Infers the output type of the slice node `ix` (`None` if it is not a slice node).
 pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Option<Inferred> {
     let graph = model.graph();
-    let opset = match model {
-        Model::Onnx(m) => m.opset(),
-        Model::OpenVino(_) => 0,
-    };
+    let opset = model.onnx_opset();
     let op = slice_node::classify(graph, ix, model.format(), opset)?;
     Some((|| -> Inferred {
         let sn = slice_node::decode(graph, ix, op)?;

@@ -40,16 +40,11 @@ enum Shaping {
 /// Lowers every StridedSlice of `model`.
 pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     let format = model.format();
-    let opset = match model {
-        Model::Onnx(m) => m.opset(),
-        Model::OpenVino(_) => 0,
-    };
-    let order = model.graph().topo_order().map_err(|c| Error::Node {
-        path: model.path().to_path_buf(),
-        node: c.0,
-        op: String::new(),
-        message: "the graph has a cycle through this node".into(),
-    })?;
+    let opset = model.onnx_opset();
+    let order = model
+        .graph()
+        .topo_order()
+        .map_err(|c| Error::cycle(model.path(), c))?;
     for ix in order {
         let graph = model.graph_mut();
         if graph.g.node_weight(ix).is_none() {
@@ -142,6 +137,7 @@ fn lower_node(
                 begin,
                 end,
                 step,
+                ..
             } => {
                 let s = step.ok_or("left as is: non-constant strides")?;
                 if let Some(d) = dims[axis] {
@@ -176,7 +172,7 @@ fn lower_node(
                     out_dims.push((DeclaredDim::Unknown, Some(axis)));
                 }
             }
-            AxisPlan::Shrink { axis, index } => {
+            AxisPlan::Shrink { axis, index, .. } => {
                 let i = index.ok_or("left as is: non-constant begin")?;
                 shrunk.push(axis as i64);
                 if let Some(d) = dims[axis] {

@@ -27,16 +27,11 @@ pub const TF_DOMAIN: &str = "org.tensorflow";
 /// Raises every Slice of `model`.
 pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     let format = model.format();
-    let opset = match model {
-        Model::Onnx(m) => m.opset(),
-        Model::OpenVino(_) => 0,
-    };
-    let order = model.graph().topo_order().map_err(|c| Error::Node {
-        path: model.path().to_path_buf(),
-        node: c.0,
-        op: String::new(),
-        message: "the graph has a cycle through this node".into(),
-    })?;
+    let opset = model.onnx_opset();
+    let order = model
+        .graph()
+        .topo_order()
+        .map_err(|c| Error::cycle(model.path(), c))?;
     let mut raised = false;
     for ix in order {
         let graph = model.graph_mut();
@@ -276,6 +271,7 @@ fn raise_node(
             begin,
             end,
             step,
+            ..
         } = *entry
         else {
             return Err("internal: a Slice plan with a new or shrunk axis".into());

@@ -41,14 +41,23 @@ pub fn lower_bound(graph: &Graph, outlet: OutletId, axis: usize) -> u64 {
 pub fn resolve_entry(entry: AxisPlan, d: u64, clamp: Clamp) -> Result<ResolvedAxis, SliceError> {
     let entry = match entry {
         AxisPlan::Range {
-            begin, end, step, ..
+            begin,
+            end,
+            step,
+            check,
+            ..
         } => AxisPlan::Range {
             axis: 0,
             begin,
             end,
             step,
+            check,
         },
-        AxisPlan::Shrink { index, .. } => AxisPlan::Shrink { axis: 0, index },
+        AxisPlan::Shrink { index, check, .. } => AxisPlan::Shrink {
+            axis: 0,
+            index,
+            check,
+        },
         AxisPlan::NewAxis => AxisPlan::NewAxis,
     };
     let plan = SlicePlan {

@@ -29,6 +29,9 @@ pub enum AxisPlan {
         end: Bound,
         /// Step, non-zero; `None` when not constant.
         step: Option<i64>,
+        /// An index that must lie in `[-dim, dim)` for the slice to be valid, without any
+        /// effect on the result (see the same field of `Shrink`). `None`: no condition.
+        check: Option<i64>,
     },
     /// A new axis of size 1 (consumes no input axis).
     NewAxis,
@@ -39,6 +42,11 @@ pub enum AxisPlan {
         axis: usize,
         /// Index kept; must lie in `[-dim, dim)` when resolved.
         index: Option<i64>,
+        /// A second index that must lie in `[-dim, dim)`, without effect on the result.
+        /// OpenVINO StridedSlice-1 only: its compiler also decodes the masks with another
+        /// precedence (`make_slice_plan`) and rejects a shrink index that is out of range *there*,
+        /// which may be another entry's begin on this axis. `None`: no condition.
+        check: Option<i64>,
     },
 }
 

@@ -148,6 +148,15 @@ fn shrink_index(axis: usize, index: Option<i64>, d: u64) -> Result<u64, SliceErr
     Ok(v as u64)
 }
 
+/// A plan's validity condition (`check` of a range or shrink entry): `index`, when given, must
+/// lie in `[-d, d)`.
+fn check_index(axis: usize, index: Option<i64>, d: u64) -> Result<(), SliceError> {
+    match index {
+        Some(_) => shrink_index(axis, index, d).map(|_| ()),
+        None => Ok(()),
+    }
+}
+
 /// Resolve a constant plan against concrete dims: one [`ResolvedAxis`] per plan entry.
 ///
 /// Errors: rank mismatch, a dim above `i64::MAX`, a non-constant plan, a shrink index out of
@@ -165,16 +174,21 @@ pub fn resolve_concrete(
         .iter()
         .map(|a| match *a {
             AxisPlan::NewAxis => Ok(ResolvedAxis::NewAxis),
-            AxisPlan::Shrink { axis, index } => Ok(ResolvedAxis::Shrink {
-                axis,
-                index: shrink_index(axis, index, dims[axis])?,
-            }),
+            AxisPlan::Shrink { axis, index, check } => {
+                check_index(axis, check, dims[axis])?;
+                Ok(ResolvedAxis::Shrink {
+                    axis,
+                    index: shrink_index(axis, index, dims[axis])?,
+                })
+            }
             AxisPlan::Range {
                 axis,
                 begin,
                 end,
                 step,
+                check,
             } => {
+                check_index(axis, check, dims[axis])?;
                 let step = step.ok_or(SliceError::NotConstant)?;
                 let (start, len) = range_concrete(dims[axis] as i128, begin, end, step, clamp)?;
                 // Both fit: 0 <= start < d <= i64::MAX when len > 0, and len <= d.
@@ -247,10 +261,13 @@ pub fn resolve_dims(plan: &SlicePlan, dims: &[Dim], clamp: Clamp) -> Result<Vec<
     for a in &plan.axes {
         match *a {
             AxisPlan::NewAxis => out.push(Dim::known(1)),
-            AxisPlan::Shrink { axis, index } => {
-                if let (Some(d), Some(_)) = (dims[axis].as_known(), index) {
+            AxisPlan::Shrink { axis, index, check } => {
+                if let Some(d) = dims[axis].as_known() {
                     let d = u64::try_from(d).map_err(|_| SliceError::DimTooLarge(0))?;
-                    shrink_index(axis, index, d)?;
+                    if index.is_some() {
+                        shrink_index(axis, index, d)?;
+                    }
+                    check_index(axis, check, d)?;
                 }
             }
             AxisPlan::Range {
@@ -258,7 +275,14 @@ pub fn resolve_dims(plan: &SlicePlan, dims: &[Dim], clamp: Clamp) -> Result<Vec<
                 begin,
                 end,
                 step,
-            } => out.push(range_dim(&dims[axis], begin, end, step, clamp)),
+                check,
+            } => {
+                if let Some(d) = dims[axis].as_known() {
+                    let d = u64::try_from(d).map_err(|_| SliceError::DimTooLarge(0))?;
+                    check_index(axis, check, d)?;
+                }
+                out.push(range_dim(&dims[axis], begin, end, step, clamp));
+            }
         }
     }
     Ok(out)

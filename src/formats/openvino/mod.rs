@@ -7,8 +7,12 @@
 //!
 //! Saving an untouched model writes the original `.xml` text and `.bin` bytes. Saving a changed
 //! model keeps every untouched layer element (and id) as read, rebuilds the layers a pass
-//! changed or added, drops removed layers and their edges, regenerates only the edges that
-//! changed, and appends new constants to the end of the original `.bin`.
+//! changed or added, drops removed layers and their edges, and regenerates only the edges that
+//! changed. Its `.bin` is compacted: it holds only the byte ranges the written Const layers
+//! refer to (top-level ones and those inside bodies), in their original order, with shared and
+//! overlapping ranges still shared, followed by the new constants (identical new constants
+//! share one range). Every written Const whose range moved gets its `offset` rewritten in place
+//! (the rest of its text stays as read).
 
 pub mod xml;
 
@@ -542,7 +546,7 @@ impl OvModel {
         }
         let mut w = Writer::new(self, bin);
         let doc = w.rebuild()?;
-        Ok((doc.write(&self.source), w.bin_parts))
+        Ok((doc.write(&self.source), w.bin_parts()))
     }
 
     /// Saves to `path` (the `.xml`) and `<stem>.bin` beside it, each atomically; the `.bin` is
@@ -631,24 +635,146 @@ struct Placed {
     outputs: Vec<i64>,
 }
 
+/// The kept ranges of the original `.bin` and where they go in the written one.
+#[derive(Debug, Default)]
+struct Compaction {
+    /// Disjoint, sorted `(old start, old end, new start)`.
+    kept: Vec<(u64, u64, u64)>,
+    /// Total size of the kept ranges.
+    len: u64,
+}
+
+impl Compaction {
+    /// Merges the referenced `(offset, size)` ranges (overlapping or touching ranges become one,
+    /// so shared bytes stay shared); empty ranges keep nothing.
+    fn new(mut refs: Vec<(u64, u64)>) -> Compaction {
+        refs.retain(|&(_, size)| size > 0);
+        refs.sort_unstable();
+        let mut kept: Vec<(u64, u64, u64)> = Vec::new();
+        let mut len = 0u64;
+        for (off, size) in refs {
+            let end = off.saturating_add(size);
+            match kept.last_mut() {
+                Some(last) if off <= last.1 => {
+                    if end > last.1 {
+                        len += end - last.1;
+                        last.1 = end;
+                    }
+                }
+                _ => {
+                    kept.push((off, end, len));
+                    len += end - off;
+                }
+            }
+        }
+        Compaction { kept, len }
+    }
+
+    /// Where original offset `off` is in the compacted `.bin` (an offset in a dropped gap maps
+    /// to where the gap was, which only empty ranges use).
+    fn map(&self, off: u64) -> u64 {
+        let i = self.kept.partition_point(|&(start, _, _)| start <= off);
+        match i.checked_sub(1).map(|i| self.kept[i]) {
+            Some((start, end, new)) => new + (off.min(end) - start),
+            None => 0,
+        }
+    }
+
+    /// True when nothing moves: the kept bytes are the whole `.bin` of `len` bytes.
+    fn is_whole(&self, len: u64) -> bool {
+        self.len == len
+    }
+}
+
 /// Builds the changed document and `.bin`.
 struct Writer<'a> {
     m: &'a OvModel,
-    bin_parts: Vec<Bytes>,
+    /// The original `.bin`.
+    bin: Bytes,
+    /// Which of its ranges are kept (set by `rebuild` before any layer is built).
+    compaction: Compaction,
+    /// New constants, appended after the kept ranges.
+    new_parts: Vec<Bytes>,
+    /// Length of the written `.bin` so far.
     bin_len: u64,
+    /// Offsets of the new constants by content, to share identical ones.
+    appended: HashMap<Bytes, u64>,
+    /// Constants whose data is their original range's bytes: that (original) range.
+    reused: HashMap<NodeIndex, (u64, u64)>,
     unit: String,
 }
 
 impl<'a> Writer<'a> {
     fn new(m: &'a OvModel, bin: Bytes) -> Writer<'a> {
-        let bin_len = bin.len() as u64;
         let unit = indent_unit(&m.doc.root);
         Writer {
             m,
-            bin_parts: vec![bin],
-            bin_len,
+            bin,
+            compaction: Compaction::default(),
+            new_parts: Vec::new(),
+            bin_len: 0,
+            appended: HashMap::new(),
+            reused: HashMap::new(),
             unit,
         }
+    }
+
+    /// The written `.bin`: the kept ranges of the original (the original itself when all of it
+    /// is kept), then the new constants.
+    fn bin_parts(self) -> Vec<Bytes> {
+        let mut parts = Vec::with_capacity(self.compaction.kept.len() + self.new_parts.len());
+        if self.compaction.is_whole(self.bin.len() as u64) {
+            parts.push(self.bin);
+        } else {
+            for &(start, end, _) in &self.compaction.kept {
+                // Kept ranges were checked against the `.bin` when loading.
+                parts.push(self.bin.slice(start as usize..end as usize));
+            }
+        }
+        parts.extend(self.new_parts);
+        parts
+    }
+
+    /// True when `raw` is the original `.bin`'s bytes at `(off, size)`.
+    fn same_as_original(&self, (off, size): (u64, u64), raw: &Bytes) -> bool {
+        let Some(b) = usize::try_from(off)
+            .ok()
+            .zip(usize::try_from(size).ok())
+            .and_then(|(o, s)| self.bin.get(o..o.checked_add(s)?))
+        else {
+            return false;
+        };
+        b.len() == raw.len() && (b.as_ptr() == raw.as_ptr() || b == raw.as_ref())
+    }
+
+    /// Rewrites the `offset` of every `Const` layer inside `el` (and of `el` itself when
+    /// `include_self`) whose range moved; returns whether anything changed. Changed elements
+    /// keep their tags and unchanged children as read.
+    fn remap_consts(&self, el: &mut Element, include_self: bool) -> bool {
+        let src = self.m.source.as_str();
+        let mut changed = false;
+        if include_self && el.name == "layer" && el.attr("type") == Some("Const") {
+            if let Some(XmlNode::Element(d)) = el.child_index("data").map(|i| &mut el.children[i]) {
+                if let Some(off) = d.attr("offset").and_then(|v| v.trim().parse::<u64>().ok()) {
+                    let new = self.compaction.map(off);
+                    if new != off {
+                        d.set_attr_in_source("offset", &new.to_string(), src);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        for c in el.children.iter_mut() {
+            if let XmlNode::Element(e) = c {
+                if e.name != "data" && self.remap_consts(e, true) {
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            el.span = None;
+        }
+        changed
     }
 
     fn err(&self, node: &Node, message: impl Into<String>) -> Error {
@@ -757,6 +883,54 @@ impl<'a> Writer<'a> {
                     .any(|e| changed_value(e.source(), e.weight().src_port))
         };
 
+        // The original `.bin` ranges the written Const layers refer to.
+        let layer_els: Vec<&Element> = m
+            .doc
+            .root
+            .child("layers")
+            .map(|l| l.elements().filter(|e| e.name == "layer").collect())
+            .unwrap_or_default();
+        let mut refs: Vec<(u64, u64)> = Vec::new();
+        for &ix in &order {
+            let n = g.node(ix);
+            let Origin::OvLayer(i) = n.origin else {
+                continue;
+            };
+            let original = original_of.get(&ix) == Some(&i);
+            if let Some(range) = m.layers.get(i).and_then(|r| r.const_range) {
+                match &n.kind {
+                    _ if original && !needs_rebuild(ix) => refs.push(range),
+                    NodeKind::Const(Tensor {
+                        data: TensorData::Raw(raw),
+                        ..
+                    }) if self.same_as_original(range, raw) => {
+                        self.reused.insert(ix, range);
+                        refs.push(range);
+                    }
+                    NodeKind::Const(_) => {}
+                    _ if n.op_type == "Const" => refs.push(range),
+                    _ => {}
+                }
+            }
+            // Bodies are written as read (only their offsets are remapped).
+            if original {
+                if let Some(el) = layer_els.get(i) {
+                    let mut inner = Vec::new();
+                    nested_layers(el, &mut inner);
+                    for l in inner
+                        .into_iter()
+                        .filter(|l| l.attr("type") == Some("Const"))
+                    {
+                        if let Ok(spec) = const_spec(&m.path, l) {
+                            refs.push((spec.offset, spec.size));
+                        }
+                    }
+                }
+            }
+        }
+        self.compaction = Compaction::new(refs);
+        self.bin_len = self.compaction.len;
+
         let mut doc = m.doc.clone();
         let net = &mut doc.root;
         net.span = None;
@@ -782,10 +956,22 @@ impl<'a> Writer<'a> {
                     k += 1;
                     match by_layer.get(&i) {
                         Some(&ix) if needs_rebuild(ix) => {
-                            let rebuilt = self.layer_element(ix, Some(&el), &placed, 2)?;
+                            let mut rebuilt = self.layer_element(ix, Some(&el), &placed, 2)?;
+                            // Its own `<data>` is set already; its body's constants are not.
+                            for c in rebuilt.children.iter_mut() {
+                                if let XmlNode::Element(e) = c {
+                                    if e.name != "data" && self.remap_consts(e, true) {
+                                        rebuilt.span = None;
+                                    }
+                                }
+                            }
                             layers.children.push(XmlNode::Element(rebuilt));
                         }
-                        Some(_) => layers.children.push(XmlNode::Element(el)),
+                        Some(_) => {
+                            let mut el = el;
+                            self.remap_consts(&mut el, true);
+                            layers.children.push(XmlNode::Element(el));
+                        }
                         None => drop_preceding_whitespace(&mut layers.children),
                     }
                 }
@@ -907,11 +1093,16 @@ impl<'a> Writer<'a> {
         Ok(doc)
     }
 
-    /// Appends `data` to the `.bin`; returns its offset.
+    /// Appends `data` to the `.bin` (or finds the same bytes appended before); returns its
+    /// offset.
     fn append_bin(&mut self, data: Bytes) -> Option<u64> {
+        if let Some(&offset) = self.appended.get(&data) {
+            return Some(offset);
+        }
         let offset = self.bin_len;
         self.bin_len = self.bin_len.checked_add(data.len() as u64)?;
-        self.bin_parts.push(data);
+        self.appended.insert(data.clone(), offset);
+        self.new_parts.push(data);
         Some(offset)
     }
 
@@ -947,12 +1138,12 @@ impl<'a> Writer<'a> {
                 data_attrs.push((k.clone(), v));
             }
         }
+        let original_range = match n.origin {
+            Origin::OvLayer(i) => m.layers.get(i).and_then(|r| r.const_range),
+            _ => None,
+        };
         if let NodeKind::Const(t) = &n.kind {
-            let original_range = match n.origin {
-                Origin::OvLayer(i) => m.layers.get(i).and_then(|r| r.const_range),
-                _ => None,
-            };
-            let (offset, size) = self.const_bytes(n, t, original_range)?;
+            let (offset, size) = self.const_bytes(ix, n, t)?;
             let shape = t
                 .shape
                 .iter()
@@ -970,15 +1161,19 @@ impl<'a> Writer<'a> {
                     None => data_attrs.push((k.to_string(), v)),
                 }
             }
+        } else if let (true, Some((offset, _))) = (n.op_type == "Const", original_range) {
+            // A Const we do not represent (strings, unknown types): its range, moved.
+            let v = self.compaction.map(offset).to_string();
+            match data_attrs.iter_mut().find(|(n, _)| n == "offset") {
+                Some(slot) => slot.1 = v,
+                None => data_attrs.push(("offset".to_string(), v)),
+            }
         }
         let data_pos = el.child_index("data");
         match data_pos {
             Some(i) => {
                 if let Some(XmlNode::Element(d)) = el.children.get_mut(i) {
-                    if d.attrs != data_attrs {
-                        d.attrs = data_attrs;
-                        d.span = None;
-                    }
+                    d.set_attrs(data_attrs);
                 }
             }
             None if !data_attrs.is_empty() => {
@@ -1005,14 +1200,9 @@ impl<'a> Writer<'a> {
         Ok(el)
     }
 
-    /// Where a constant's bytes are in the written `.bin`: its original range when the data is
-    /// unchanged, else appended.
-    fn const_bytes(
-        &mut self,
-        n: &Node,
-        t: &Tensor,
-        original: Option<(u64, u64)>,
-    ) -> Result<(u64, u64)> {
+    /// Where a constant's bytes are in the written `.bin`: its original range (moved by the
+    /// compaction) when the data is unchanged, else appended.
+    fn const_bytes(&mut self, ix: NodeIndex, n: &Node, t: &Tensor) -> Result<(u64, u64)> {
         let TensorData::Raw(raw) = &t.data else {
             return Err(self.err(n, "string constants cannot be written to OpenVINO IR yet"));
         };
@@ -1031,15 +1221,8 @@ impl<'a> Writer<'a> {
                 ),
             ));
         }
-        if let (Some((off, size)), Some(bin)) = (original, self.m.bin.as_ref()) {
-            let same = usize::try_from(off)
-                .ok()
-                .zip(usize::try_from(size).ok())
-                .and_then(|(o, s)| bin.get(o..o.checked_add(s)?))
-                .is_some_and(|b| b == raw.as_ref());
-            if same {
-                return Ok((off, size));
-            }
+        if let Some(&(off, size)) = self.reused.get(&ix) {
+            return Ok((self.compaction.map(off), size));
         }
         let off = self
             .append_bin(raw.clone())

@@ -5,7 +5,10 @@
 //! whitespace survive a round trip. Everything that is not an element (text, comments, CDATA,
 //! processing instructions, the XML declaration, a doctype) is kept as its raw source text.
 //! A changed element has `span == None` and is serialized from its parts; its unchanged
-//! children are still written from their spans.
+//! children are still written from their spans, and while its attributes are unchanged its start
+//! and end tags are too (so changing one child keeps the parent's tags byte-identical). One
+//! attribute can be rewritten in the start tag's text, leaving the rest of the tag as read
+//! ([`Element::set_attr_in_source`]).
 
 use std::ops::Range;
 
@@ -38,6 +41,29 @@ pub struct Element {
     pub children: Vec<XmlNode>,
     /// Source byte range, while unchanged.
     pub span: Option<Range<usize>>,
+    /// The start tag's text (the whole `<name ... />` of an empty element), while the
+    /// attributes are unchanged.
+    pub start: Option<TagText>,
+    /// Source byte range of the end tag (`</name>`), for an element that had one.
+    pub end: Option<Range<usize>>,
+}
+
+/// The text of a start tag.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TagText {
+    /// A byte range of the source.
+    Source(Range<usize>),
+    /// The source tag with an attribute value rewritten.
+    Patched(String),
+}
+
+impl TagText {
+    fn text<'s>(&'s self, src: &'s str) -> Option<&'s str> {
+        match self {
+            TagText::Source(r) => src.get(r.clone()),
+            TagText::Patched(s) => Some(s),
+        }
+    }
 }
 
 impl Element {
@@ -48,6 +74,8 @@ impl Element {
             attrs: Vec::new(),
             children: Vec::new(),
             span: None,
+            start: None,
+            end: None,
         }
     }
 
@@ -59,9 +87,14 @@ impl Element {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Sets (replacing in place, or appending) attribute `name`; marks the element changed.
+    /// Sets (replacing in place, or appending) attribute `name`; marks the element changed
+    /// unless it already had that value.
     pub fn set_attr(&mut self, name: &str, value: &str) {
+        if self.attr(name) == Some(value) {
+            return;
+        }
         self.span = None;
+        self.start = None;
         if let Some(slot) = self.attrs.iter_mut().find(|(n, _)| n == name) {
             slot.1 = value.to_string();
         } else {
@@ -69,10 +102,44 @@ impl Element {
         }
     }
 
+    /// Replaces all attributes; marks the element changed unless they are the same.
+    pub fn set_attrs(&mut self, attrs: Vec<(String, String)>) {
+        if self.attrs != attrs {
+            self.attrs = attrs;
+            self.span = None;
+            self.start = None;
+        }
+    }
+
+    /// Sets existing attribute `name` by rewriting its value in the start tag's text, so the
+    /// rest of the tag (other attributes, quoting, spacing) stays as read; falls back to
+    /// [`Element::set_attr`] when the tag text is not available.
+    pub fn set_attr_in_source(&mut self, name: &str, value: &str, src: &str) {
+        if self.attr(name) == Some(value) {
+            return;
+        }
+        let patched = self
+            .start
+            .as_ref()
+            .and_then(|t| t.text(src))
+            .and_then(|t| patch_attr(t, name, value));
+        match patched {
+            Some(text) => {
+                if let Some(slot) = self.attrs.iter_mut().find(|(n, _)| n == name) {
+                    slot.1 = value.to_string();
+                }
+                self.span = None;
+                self.start = Some(TagText::Patched(text));
+            }
+            None => self.set_attr(name, value),
+        }
+    }
+
     /// Removes attribute `name`.
     pub fn remove_attr(&mut self, name: &str) {
         if self.attrs.iter().any(|(n, _)| n == name) {
             self.span = None;
+            self.start = None;
             self.attrs.retain(|(n, _)| n != name);
         }
     }
@@ -114,6 +181,26 @@ impl Element {
             out.push_str(text);
             return;
         }
+        match self.start.as_ref().and_then(|t| t.text(src)) {
+            Some(tag) if tag.ends_with("/>") && self.children.is_empty() => {
+                out.push_str(tag);
+                return;
+            }
+            Some(tag) if !tag.ends_with("/>") => {
+                out.push_str(tag);
+                self.write_children(src, out);
+                match self.end.as_ref().and_then(|r| src.get(r.clone())) {
+                    Some(end) => out.push_str(end),
+                    None => {
+                        out.push_str("</");
+                        out.push_str(&self.name);
+                        out.push('>');
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
         out.push('<');
         out.push_str(&self.name);
         for (n, v) in &self.attrs {
@@ -128,15 +215,19 @@ impl Element {
             return;
         }
         out.push('>');
+        self.write_children(src, out);
+        out.push_str("</");
+        out.push_str(&self.name);
+        out.push('>');
+    }
+
+    fn write_children(&self, src: &str, out: &mut String) {
         for c in &self.children {
             match c {
                 XmlNode::Element(e) => e.write(src, out),
                 XmlNode::Text(t) | XmlNode::Other(t) => out.push_str(t),
             }
         }
-        out.push_str("</");
-        out.push_str(&self.name);
-        out.push('>');
     }
 
     /// Re-indents a changed element's children (`depth` = nesting level of `self`, `unit` = one
@@ -169,6 +260,62 @@ impl Element {
         }
         self.children
             .push(XmlNode::Text(format!("\n{}", unit.repeat(depth))));
+    }
+}
+
+/// `tag` (a start tag's text) with the value of attribute `name` replaced by `value` (escaped
+/// for the quote character the tag uses); `None` when the tag has no such attribute.
+fn patch_attr(tag: &str, name: &str, value: &str) -> Option<String> {
+    let b = tag.as_bytes();
+    let mut i = 1;
+    // The tag name.
+    while i < b.len() && !b[i].is_ascii_whitespace() && b[i] != b'/' && b[i] != b'>' {
+        i += 1;
+    }
+    loop {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let key_start = i;
+        while i < b.len() && !b[i].is_ascii_whitespace() && b[i] != b'=' && b[i] != b'>' {
+            if b[i] == b'/' && b.get(i + 1) == Some(&b'>') {
+                break;
+            }
+            i += 1;
+        }
+        if i == key_start {
+            return None;
+        }
+        let key = tag.get(key_start..i)?;
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if b.get(i) != Some(&b'=') {
+            return None;
+        }
+        i += 1;
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let q = *b.get(i)?;
+        if q != b'"' && q != b'\'' {
+            return None;
+        }
+        let value_start = i + 1;
+        let value_end = value_start + tag.get(value_start..)?.find(q as char)?;
+        if key == name {
+            let mut escaped = escape_attr(value);
+            if q == b'\'' {
+                escaped = escaped.replace('\'', "&apos;");
+            }
+            return Some(format!(
+                "{}{}{}",
+                tag.get(..value_start)?,
+                escaped,
+                tag.get(value_end..)?
+            ));
+        }
+        i = value_end + 1;
     }
 }
 
@@ -252,6 +399,8 @@ impl Document {
                         attrs,
                         children: Vec::new(),
                         span: Some(start..end),
+                        start: Some(TagText::Source(start..end)),
+                        end: None,
                     };
                     if is_empty {
                         XmlNode::Element(el)
@@ -272,6 +421,7 @@ impl Document {
                     if let Some(r) = el.span.as_mut() {
                         r.end = end;
                     }
+                    el.end = Some(start..end);
                     XmlNode::Element(el)
                 }
                 Event::Text(_) | Event::GeneralRef(_) => XmlNode::Text(raw()),
@@ -344,4 +494,54 @@ impl Document {
 
 fn pos(reader: &Reader<&[u8]>) -> usize {
     usize::try_from(reader.buffer_position()).unwrap_or(usize::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patch_attr_keeps_the_rest_of_the_tag() {
+        let tag = "<data element_type='f32'  shape=\"2\" offset = '36' size=\"8\"/>";
+        assert_eq!(
+            patch_attr(tag, "offset", "4").as_deref(),
+            Some("<data element_type='f32'  shape=\"2\" offset = '4' size=\"8\"/>")
+        );
+        assert_eq!(
+            patch_attr(tag, "size", "a'b").as_deref(),
+            Some("<data element_type='f32'  shape=\"2\" offset = '36' size=\"a'b\"/>")
+        );
+        assert_eq!(patch_attr(tag, "missing", "1"), None);
+        assert_eq!(patch_attr("<a>", "x", "1"), None);
+    }
+
+    #[test]
+    fn a_changed_child_keeps_the_parents_tags() {
+        let src =
+            "<net  a='1'>\n <layer id=\"0\" ><data offset='5'  size=\"4\" /></layer >\n</net >";
+        let mut doc = Document::parse(src).unwrap();
+        assert_eq!(doc.write(src), src);
+        let net = &mut doc.root;
+        net.span = None;
+        let Some(XmlNode::Element(layer)) = net.children.get_mut(1) else {
+            panic!("no layer");
+        };
+        layer.span = None;
+        let Some(XmlNode::Element(data)) = layer.children.get_mut(0) else {
+            panic!("no data");
+        };
+        data.set_attr_in_source("offset", "0", src);
+        assert_eq!(data.attr("offset"), Some("0"));
+        assert_eq!(
+            doc.write(src),
+            src.replace("offset='5'", "offset='0'"),
+            "only the value changes"
+        );
+        // A real attribute change rebuilds the start tag.
+        let net = &mut doc.root;
+        net.set_attr("a", "2");
+        assert!(doc
+            .write(src)
+            .starts_with("<net a=\"2\">\n <layer id=\"0\" >"));
+    }
 }

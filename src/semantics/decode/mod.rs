@@ -63,6 +63,7 @@ pub(crate) fn axes_slice(
             begin: Bound::Edge,
             end: Bound::Edge,
             step: Some(1),
+            check: None,
         })
         .collect();
     let mut seen = vec![false; input_rank];
@@ -102,6 +103,7 @@ pub(crate) fn axes_slice(
             begin: b(starts[i]),
             end: b(ends[i]),
             step,
+            check: None,
         };
     }
     Ok(SlicePlan {

@@ -9,7 +9,10 @@
 //!   negative stride is an error ("only stride 1 allowed on non-range indexing").
 //! - OpenVINO: the stride of a shrink entry is ignored; a mask that is neither empty nor as long
 //!   as `begin_mask` is an error ("All masks of StridedSlice must have the same size"), though its
-//!   spec allows masks of any length.
+//!   spec allows masks of any length. Its compiler also decodes the entries with
+//!   `make_slice_plan`'s precedence and rejects shrink indices out of range there (an
+//!   ellipsis+shrink entry is executed as a shrink): see `ov_slice_plan_checks`; those become the
+//!   plan's `check` indices, verified when resolving against dims.
 //! - Resolution: reverse ranges clamp a begin below `-dim` differently ([`Clamp`]).
 //!
 //! [`Clamp`]: crate::semantics::Clamp
@@ -268,6 +271,11 @@ pub fn strided_slice(
             rank: input_rank,
         });
     }
+    let checks = match flavour {
+        Flavour::Ov => ov_slice_plan_checks(spec, input_rank, used),
+        Flavour::Tf => Vec::new(),
+    };
+    let check_of = |axis: usize| checks.get(axis).copied().flatten();
     let mut axes = Vec::with_capacity(entries.len() + input_rank);
     let mut axis = 0usize;
     for e in entries {
@@ -279,13 +287,18 @@ pub fn strided_slice(
                         begin: Bound::Edge,
                         end: Bound::Edge,
                         step: Some(1),
+                        check: check_of(axis),
                     });
                     axis += 1;
                 }
             }
             Entry::New => axes.push(AxisPlan::NewAxis),
             Entry::Shrink(index) => {
-                axes.push(AxisPlan::Shrink { axis, index });
+                axes.push(AxisPlan::Shrink {
+                    axis,
+                    index,
+                    check: check_of(axis),
+                });
                 axis += 1;
             }
             Entry::Range(begin, end, step) => {
@@ -294,10 +307,53 @@ pub fn strided_slice(
                     begin,
                     end,
                     step,
+                    check: check_of(axis),
                 });
                 axis += 1;
             }
         }
     }
     Ok(SlicePlan { input_rank, axes })
+}
+
+/// OpenVINO StridedSlice-1: the shrink indices its compiler checks, per input axis.
+///
+/// Besides shape inference (whose decoding [`strided_slice`] follows), OpenVINO's CPU compiler
+/// runs `ov::op::util::make_slice_plan` (`src/core/src/op/util/slice_plan.cpp`, called by the
+/// `GroupedStridedSliceOptimizer` pass for constant begin/end/strides), and so does its reference
+/// evaluation. Its main loop decodes each entry with another precedence than shape inference:
+/// new-axis first, then shrink, then ellipsis, then range — while its counting loop (and shape
+/// inference) give the ellipsis priority. So an entry with both the ellipsis and the shrink bit
+/// is *executed* as a shrink of the input axis it reaches (and the ellipsis never expands), and an
+/// entry with the ellipsis and new-axis bits inserts an axis. Every shrink it executes requires
+/// `-dim <= begin < dim` on that axis, else the model fails to compile. The result itself follows
+/// shape inference, so these are conditions only: `checks[axis]` = the begin to check there.
+///
+/// Where the loop walks past the last input axis, OpenVINO reads beyond its shape (undefined;
+/// in practice no error is raised): the walk stops there.
+fn ov_slice_plan_checks(
+    spec: &StridedSliceSpec,
+    input_rank: usize,
+    real: usize,
+) -> Vec<Option<i64>> {
+    let mut checks = vec![None; input_rank];
+    let ellipsis_size = input_rank - real;
+    let mut i_in = 0usize;
+    for i in 0..spec.begin.len() {
+        if get(&spec.new_axis_mask, i) {
+            continue;
+        }
+        if get(&spec.ellipsis_mask, i) && !get(&spec.shrink_axis_mask, i) {
+            i_in += ellipsis_size;
+            continue;
+        }
+        if i_in >= input_rank {
+            break;
+        }
+        if get(&spec.shrink_axis_mask, i) {
+            checks[i_in] = spec.begin[i];
+        }
+        i_in += 1;
+    }
+    checks
 }
