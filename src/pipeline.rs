@@ -94,6 +94,19 @@ pub struct Change {
     pub after: Option<String>,
 }
 
+impl Change {
+    /// A change (or a reason for skipping) with no before/after shapes.
+    pub fn note(node: impl Into<String>, op: impl Into<String>, what: impl Into<String>) -> Change {
+        Change {
+            node: node.into(),
+            op: op.into(),
+            what: what.into(),
+            before: None,
+            after: None,
+        }
+    }
+}
+
 /// What one pass did.
 #[derive(Debug, Clone, Serialize)]
 pub struct PassReport {

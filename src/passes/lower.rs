@@ -69,13 +69,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
                 before,
                 after: None,
             }),
-            Err(why) => report.skipped.push(Change {
-                node: name,
-                op: op_type,
-                what: why,
-                before: None,
-                after: None,
-            }),
+            Err(why) => report.skipped.push(Change::note(name, op_type, why)),
         }
     }
     Ok(())

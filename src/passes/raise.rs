@@ -51,21 +51,9 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         match raise_node(graph, ix, op, format) {
             Ok(what) => {
                 raised = true;
-                report.changes.push(Change {
-                    node: name,
-                    op: op_type,
-                    what,
-                    before: None,
-                    after: None,
-                })
+                report.changes.push(Change::note(name, op_type, what))
             }
-            Err(why) => report.skipped.push(Change {
-                node: name,
-                op: op_type,
-                what: why,
-                before: None,
-                after: None,
-            }),
+            Err(why) => report.skipped.push(Change::note(name, op_type, why)),
         }
     }
     if raised {
