@@ -259,6 +259,10 @@ pub struct Graph {
     pub g: StableDiGraph<Node, Wire>,
     next_order: u64,
     names: std::collections::HashSet<String>,
+    /// Reshaping nodes (`Reshape`, `Squeeze`, `Unsqueeze`) that pass `lower` made out of a
+    /// StridedSlice that sliced nothing: `raise` turns these back into a StridedSlice in the
+    /// same run. Not written to the file.
+    pub lowered_shaping: std::collections::HashSet<NodeIndex>,
 }
 
 /// A cycle in the graph: the name of one node on it.

@@ -398,6 +398,9 @@ fn lower_node(
     match last {
         Some(last) => {
             rewrite::take_over(graph, ix, last);
+            if sliced.is_empty() && parts.len() == 1 {
+                graph.lowered_shaping.insert(last);
+            }
             let fallback = if matches!(shaping, Shaping::SqueezeUnsqueeze(..)) {
                 ": a Reshape cannot express the new/removed axes (dims unknown), Squeeze/Unsqueeze used"
             } else {

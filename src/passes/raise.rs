@@ -38,17 +38,22 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         if graph.g.node_weight(ix).is_none() {
             continue;
         }
-        let Some(op) = slice_node::classify(graph, ix, format, opset) else {
-            continue;
-        };
-        if !matches!(op, SliceOp::OnnxSlice { .. } | SliceOp::OvSlice8) {
-            continue;
-        }
         let (name, op_type) = {
             let n = graph.node(ix);
             (n.name.clone(), n.op_type.clone())
         };
-        match raise_node(graph, ix, op, format) {
+        let outcome = if graph.lowered_shaping.remove(&ix) {
+            raise_lone_shaping(graph, ix, format)
+        } else {
+            let Some(op) = slice_node::classify(graph, ix, format, opset) else {
+                continue;
+            };
+            if !matches!(op, SliceOp::OnnxSlice { .. } | SliceOp::OvSlice8) {
+                continue;
+            }
+            raise_node(graph, ix, op, format)
+        };
+        match outcome {
             Ok(what) => {
                 raised = true;
                 report.changes.push(Change::note(name, op_type, what))
@@ -343,17 +348,7 @@ fn raise_node(
     let mut evs: Vec<Ev> = (0..rank).map(Ev::Keep).collect();
     let mut kept_note = "";
     if let [(c, 0)] = consumers.as_slice() {
-        let n = graph.node(*c);
-        let same_domain = if ir {
-            n.domain.starts_with("opset")
-        } else {
-            n.domain.is_empty() || n.domain == "ai.onnx"
-        };
-        if n.kind == NodeKind::Op
-            && same_domain
-            && n.outputs.len() == 1
-            && matches!(n.op_type.as_str(), "Reshape" | "Squeeze" | "Unsqueeze")
-        {
+        if is_shaping(graph, *c, format) {
             match follow_events(graph, *c, &out_dims, &single, format) {
                 Some((e, _)) => {
                     evs = e;
@@ -363,6 +358,120 @@ fn raise_node(
             }
         }
     }
+    let src = Source {
+        data: sn.data,
+        rank,
+        flavour,
+        clamp,
+        static_dims,
+        old_sel,
+        ents,
+        single,
+        slice: Some(ix),
+    };
+    build_strided(graph, src, follow, evs, format, kept_note)
+}
+
+/// True when `ix` is a one-output `Reshape`/`Squeeze`/`Unsqueeze` of the standard domain.
+fn is_shaping(graph: &Graph, ix: NodeIndex, format: Format) -> bool {
+    let n = graph.node(ix);
+    let same_domain = match format {
+        Format::OpenVino => n.domain.starts_with("opset"),
+        Format::Onnx => n.domain.is_empty() || n.domain == "ai.onnx",
+    };
+    n.kind == NodeKind::Op
+        && same_domain
+        && n.outputs.len() == 1
+        && matches!(n.op_type.as_str(), "Reshape" | "Squeeze" | "Unsqueeze")
+}
+
+/// A reshaping node that `lower` made out of a StridedSlice that sliced nothing (only new and
+/// removed size-1 axes) becomes a StridedSlice again: the whole input, with those axes.
+fn raise_lone_shaping(
+    graph: &mut Graph,
+    ix: NodeIndex,
+    format: Format,
+) -> std::result::Result<String, String> {
+    if !is_shaping(graph, ix, format) {
+        return Err("left as is: not a reshaping node".into());
+    }
+    let data = graph
+        .input(ix, 0)
+        .ok_or("left as is: the reshaping node has no data input")?;
+    let ir = format == Format::OpenVino;
+    let (flavour, clamp) = if ir {
+        (Flavour::Ov, Clamp::Ov)
+    } else {
+        (Flavour::Tf, Clamp::Tf)
+    };
+    let dims = rewrite::known_dims(graph, data).ok_or("left as is: input rank unknown")?;
+    let rank = dims.len();
+    let static_dims: Option<Vec<u64>> = dims.iter().copied().collect();
+    let old_sel = static_dims.as_ref().map(|d| {
+        let n: u64 = d.iter().product();
+        ((0..n).collect::<Vec<u64>>(), d.clone())
+    });
+    let whole = Ent {
+        begin: 0,
+        end: 0,
+        stride: 1,
+        begin_mask: true,
+        end_mask: true,
+    };
+    // A removed axis is one of size 1 (follow_events checks it): its only index is 0.
+    let single = vec![Some(0); rank];
+    let (evs, _) = follow_events(graph, ix, &dims, &single, format)
+        .ok_or("left as is: not only size-1 axes added or removed, or not known to be")?;
+    let src = Source {
+        data,
+        rank,
+        flavour,
+        clamp,
+        static_dims,
+        old_sel,
+        ents: vec![whole; rank],
+        single,
+        slice: None,
+    };
+    build_strided(graph, src, Some(ix), evs, format, "")
+}
+
+/// What a StridedSlice is raised from: the data, its per-axis entries, and (for translation
+/// validation) what the old subgraph selects before any reshaping.
+struct Source {
+    data: OutletId,
+    rank: usize,
+    flavour: Flavour,
+    clamp: Clamp,
+    static_dims: Option<Vec<u64>>,
+    old_sel: Option<rewrite::Selection>,
+    ents: Vec<Ent>,
+    single: Vec<Option<i64>>,
+    /// The Slice node, when there is one.
+    slice: Option<NodeIndex>,
+}
+
+/// Builds the StridedSlice that replaces `src.slice` followed by `follow` (`evs` its events).
+fn build_strided(
+    graph: &mut Graph,
+    src: Source,
+    follow: Option<NodeIndex>,
+    evs: Vec<Ev>,
+    format: Format,
+    kept_note: &str,
+) -> std::result::Result<String, String> {
+    let ir = format == Format::OpenVino;
+    let Source {
+        data,
+        rank,
+        flavour,
+        clamp,
+        static_dims,
+        old_sel,
+        ents,
+        single,
+        slice,
+    } = src;
 
     // The StridedSlice spec, one entry per event.
     let mut spec = StridedSliceSpec::default();
@@ -414,7 +523,7 @@ fn raise_node(
 
     // Build.
     let follow_op = follow.map(|f| graph.node(f).op_type.clone());
-    let last = follow.unwrap_or(ix);
+    let last = follow.or(slice).ok_or("internal: nothing to replace")?;
     let out_value = graph
         .node(last)
         .outputs
@@ -455,22 +564,24 @@ fn raise_node(
         Some(name),
         "StridedSlice",
         if ir { "opset1" } else { TF_DOMAIN },
-        &[Some(sn.data), Some(bc), Some(ec), Some(sc)],
+        &[Some(data), Some(bc), Some(ec), Some(sc)],
         attrs,
         Some(out_value),
         Default::default(),
     );
     rewrite::take_over(graph, last, node);
-    if follow.is_some() {
-        graph.g.remove_node(ix);
+    if let (Some(_), Some(s)) = (follow, slice) {
+        graph.g.remove_node(s);
     }
     let note = if validated {
         ""
     } else {
         " (input shape not static: not validated)"
     };
-    let with = follow_op
-        .map(|op| format!(" with the {op} after it"))
-        .unwrap_or_default();
+    let with = match (slice, follow_op) {
+        (Some(_), Some(op)) => format!(" with the {op} after it"),
+        (None, Some(op)) => format!(" from the {op} that lower made of one"),
+        _ => String::new(),
+    };
     Ok(format!("raised to StridedSlice{with}{kept_note}{note}"))
 }
