@@ -381,7 +381,7 @@ fn lower_traps_on_unknown_dims() {
 }
 
 #[test]
-fn lower_leaves_non_constant_begin() {
+fn lower_gathers_non_constant_begin_and_leaves_non_constant_strides() {
     let c = serde_json::json!({
         "id": "dyn", "input_shape": [5, 4],
         "begin": [1], "end": [3], "strides": [1],
@@ -398,10 +398,29 @@ fn lower_leaves_non_constant_begin() {
         t.elem_type = Some(7);
     }
     g.input.push(begin);
+    // Constant strides: lowered, the Slice bounds gathered from begin (cast to i64) and end.
+    let (model, report) = run(&m, vec![PassKind::Lower, PassKind::Cleanup]);
+    let counts = ops(&model);
+    assert!(!counts.contains_key("StridedSlice"), "{report:?}");
+    assert_eq!(counts.get("Slice"), Some(&1), "{counts:?}");
+    assert_eq!(counts.get("Gather"), Some(&2), "{counts:?}");
+    assert!(!counts.contains_key("Reshape"), "{counts:?}");
+    let what = &report.passes[0].changes[0].what;
+    assert!(what.contains("not constant"), "{what}");
+    // Non-constant strides: left as is, and the report says why.
+    let g = m.graph.as_mut().expect("graph");
+    g.initializer.retain(|t| t.name() != "strides");
+    let mut strides = i32_input("strides", &[Some(1)]);
+    if let Some(proto::type_proto::Value::TensorType(t)) =
+        strides.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.elem_type = Some(7);
+    }
+    g.input.push(strides);
     let (model, report) = run(&m, vec![PassKind::Lower]);
     assert!(ops(&model).contains_key("StridedSlice"));
     let why = &report.passes[0].skipped[0].what;
-    assert!(why.contains("non-constant"), "{why}");
+    assert!(why.contains("non-constant strides"), "{why}");
 }
 
 /// Op counts after the passes, then the folded result's shape and values.

@@ -17,7 +17,7 @@
 
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
-use crate::ir::{Attr, DeclaredDim, Graph, OutletId};
+use crate::ir::{Attr, DType, DeclaredDim, Graph, OutletId, ValueType};
 use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
 use crate::passes::slice_node::{self, SliceOp};
@@ -25,8 +25,254 @@ use crate::pipeline::{Change, PassReport};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, ResolvedAxis, SlicePlan};
 use petgraph::stable_graph::NodeIndex;
 
+/// A Slice parameter: a constant, or taken at run time from the StridedSlice's own inputs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Val {
+    Const(i64),
+    /// `begin[j]`.
+    Begin(usize),
+    /// `end[j]`.
+    End(usize),
+    /// The stop of a shrink of `begin[j]`: `begin[j] + 1`, or `INT64_MAX` when `begin[j]` is -1.
+    AfterBegin(usize),
+}
+
+impl Val {
+    fn constant(self) -> Option<i64> {
+        match self {
+            Val::Const(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
 /// One sliced axis: `(axis, start, stop, step)`.
-type SliceAxis = (usize, i64, i64, i64);
+type SliceAxis = (usize, Val, Val, i64);
+
+/// Per plan entry, the spec entries its non-constant begin and end come from.
+type Sources = Vec<(Option<usize>, Option<usize>)>;
+
+/// Which spec entry each plan entry's begin and end come from: the spec decoded again with
+/// every begin and end replaced by a tag naming its entry.
+fn entry_sources(
+    graph: &Graph,
+    ix: NodeIndex,
+    op: SliceOp,
+    rank: usize,
+) -> std::result::Result<(Sources, (usize, usize)), String> {
+    const TAG: i64 = 1 << 40;
+    let (mut spec, flavour) =
+        slice_node::strided_slice_spec(graph, ix, op).map_err(|e| format!("left as is: {e}"))?;
+    spec.begin = (0..spec.begin.len())
+        .map(|j| Some(TAG + j as i64))
+        .collect();
+    spec.end = (0..spec.end.len())
+        .map(|j| Some(2 * TAG + j as i64))
+        .collect();
+    let lens = (spec.begin.len(), spec.end.len());
+    let plan =
+        semantics::strided_slice(&spec, flavour, rank).map_err(|e| format!("left as is: {e}"))?;
+    let tag = |v: i64, base: i64| (base..base + TAG).contains(&v).then(|| (v - base) as usize);
+    let of = |b: Bound, base: i64| match b {
+        Bound::Index(v) => tag(v, base),
+        _ => None,
+    };
+    let sources = plan
+        .axes
+        .iter()
+        .map(|a| match *a {
+            AxisPlan::Range { begin, end, .. } => (of(begin, TAG), of(end, 2 * TAG)),
+            AxisPlan::Shrink { index, .. } => (index.and_then(|v| tag(v, TAG)), None),
+            AxisPlan::NewAxis => (None, None),
+        })
+        .collect();
+    Ok((sources, lens))
+}
+
+/// The Slice's start and stop inputs when some come from the StridedSlice's non-constant begin
+/// and end (`params`, of lengths `lens`): one pool `Concat(begin, end, begin + 1 with -1 →
+/// INT64_MAX, constants)` in i64, and a `Gather` of it for the starts and one for the stops.
+fn dynamic_bounds(
+    b: &mut Builder,
+    sliced: &[SliceAxis],
+    params: (OutletId, OutletId),
+    lens: (usize, usize),
+) -> std::result::Result<(OutletId, OutletId), String> {
+    let ir = b.format == Format::OpenVino;
+    let i64_ty = |n: Option<u64>| ValueType {
+        dtype: Some(DType::I64),
+        shape: Some(vec![n.map_or(DeclaredDim::Unknown, DeclaredDim::Known)]),
+    };
+    let (nb, ne) = (lens.0 as u64, lens.1 as u64);
+    // Both parameters as i64.
+    let as_i64 = |b: &mut Builder, o: OutletId, n: u64| {
+        let dtype = b
+            .graph
+            .constant_at(o)
+            .map(|t| t.dtype)
+            .or_else(|| b.graph.value(o).and_then(|v| v.ty.dtype));
+        if dtype == Some(DType::I64) {
+            return o;
+        }
+        let (op, dom, attr) = if ir {
+            (
+                "Convert",
+                "opset1",
+                ("destination_type", Attr::String("i64".into())),
+            )
+        } else {
+            ("Cast", "", ("to", Attr::Int(7)))
+        };
+        let node = b.op(
+            None,
+            op,
+            dom,
+            &[Some(o)],
+            vec![(attr.0.to_string(), attr.1)],
+            None,
+            i64_ty(Some(n)),
+        );
+        OutletId { node, port: 0 }
+    };
+    let begin = as_i64(b, params.0, nb);
+    let end = as_i64(b, params.1, ne);
+    let mut parts = vec![begin, end];
+    let mut consts: Vec<i64> = Vec::new();
+    let after_base = nb + ne;
+    let needs_after = sliced.iter().any(|a| matches!(a.2, Val::AfterBegin(_)));
+    if needs_after {
+        // begin + 1, except where begin is -1 (the last element): INT64_MAX.
+        let one = b.const_i64("one", &[1]);
+        let minus_one = b.const_i64("minus_one", &[-1]);
+        // OpenVINO's CPU plugin computes this Select in f32 and narrows to i32 (2^31 - 2
+        // comes out as -2^31): 2^30 is exact there and past the end of any dim it runs.
+        let max = b.const_i64("last", &[if ir { 1 << 30 } else { i64::MAX }]);
+        let (add, eq, sel, dom) = if ir {
+            ("Add", "Equal", "Select", "opset1")
+        } else {
+            ("Add", "Equal", "Where", "")
+        };
+        let plus = b.op(
+            None,
+            add,
+            dom,
+            &[Some(begin), Some(one)],
+            Vec::new(),
+            None,
+            i64_ty(Some(nb)),
+        );
+        let last = b.op(
+            None,
+            eq,
+            dom,
+            &[Some(begin), Some(minus_one)],
+            Vec::new(),
+            None,
+            ValueType {
+                dtype: Some(DType::Bool),
+                shape: Some(vec![DeclaredDim::Known(nb)]),
+            },
+        );
+        let after = b.op(
+            None,
+            sel,
+            dom,
+            &[
+                Some(OutletId {
+                    node: last,
+                    port: 0,
+                }),
+                Some(max),
+                Some(OutletId {
+                    node: plus,
+                    port: 0,
+                }),
+            ],
+            Vec::new(),
+            None,
+            i64_ty(Some(nb)),
+        );
+        parts.push(OutletId {
+            node: after,
+            port: 0,
+        });
+    }
+    let const_base = after_base + if needs_after { nb } else { 0 };
+    let mut index_of = |v: Val| -> i64 {
+        (match v {
+            Val::Begin(j) => j as u64,
+            Val::End(j) => nb + j as u64,
+            Val::AfterBegin(j) => after_base + j as u64,
+            Val::Const(c) => {
+                let k = consts.iter().position(|&x| x == c).unwrap_or_else(|| {
+                    consts.push(c);
+                    consts.len() - 1
+                });
+                const_base + k as u64
+            }
+        }) as i64
+    };
+    let start_ix: Vec<i64> = sliced.iter().map(|a| index_of(a.1)).collect();
+    let stop_ix: Vec<i64> = sliced.iter().map(|a| index_of(a.2)).collect();
+    if !consts.is_empty() {
+        if ir {
+            // OpenVINO's CPU plugin narrows Slice bounds computed at run time to i32 (INT64_MAX
+            // becomes -1): the edges go in as the i32 extremes, the same for any dim it runs.
+            for c in &mut consts {
+                *c = (*c).clamp(i32::MIN.into(), i32::MAX.into());
+            }
+        }
+        parts.push(b.const_i64("bounds", &consts));
+    }
+    let total = const_base + consts.len() as u64;
+    let concat_attr = if ir {
+        Attr::String("0".into())
+    } else {
+        Attr::Int(0)
+    };
+    let pool = b.op(
+        None,
+        "Concat",
+        if ir { "opset1" } else { "" },
+        &parts.iter().map(|&p| Some(p)).collect::<Vec<_>>(),
+        vec![("axis".to_string(), concat_attr)],
+        None,
+        i64_ty(Some(total)),
+    );
+    let pool = OutletId {
+        node: pool,
+        port: 0,
+    };
+    let gather = |b: &mut Builder, what: &str, idx: &[i64]| {
+        let i = b.const_i64(what, idx);
+        let node = if ir {
+            let axis = b.const_i64("gather_axis", &[0]);
+            b.op(
+                None,
+                "Gather",
+                "opset8",
+                &[Some(pool), Some(i), Some(axis)],
+                vec![("batch_dims".to_string(), Attr::String("0".into()))],
+                None,
+                i64_ty(Some(idx.len() as u64)),
+            )
+        } else {
+            b.op(
+                None,
+                "Gather",
+                "",
+                &[Some(pool), Some(i)],
+                vec![("axis".to_string(), Attr::Int(0))],
+                None,
+                i64_ty(Some(idx.len() as u64)),
+            )
+        };
+        OutletId { node, port: 0 }
+    };
+    let start = gather(b, "start_index", &start_ix);
+    let stop = gather(b, "stop_index", &stop_ix);
+    Ok((start, stop))
+}
 
 /// How the output is reshaped after the Slice.
 enum Shaping {
@@ -77,11 +323,12 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
 
 /// The Slice plan of `axes` on an input of rank `rank` (Slice clamping).
 fn slice_plan(axes: &[SliceAxis], rank: usize) -> std::result::Result<SlicePlan, String> {
-    let c = |f: fn(&SliceAxis) -> i64| -> Vec<Option<i64>> {
-        axes.iter().map(|a| Some(f(a))).collect()
+    let c = |f: fn(&SliceAxis) -> Val| -> Vec<Option<i64>> {
+        axes.iter().map(|a| f(a).constant()).collect()
     };
     let ax: Vec<i64> = axes.iter().map(|a| a.0 as i64).collect();
-    semantics::ov_slice8(&c(|a| a.1), &c(|a| a.2), Some(&c(|a| a.3)), Some(&ax), rank)
+    let steps: Vec<Option<i64>> = axes.iter().map(|a| Some(a.3)).collect();
+    semantics::ov_slice8(&c(|a| a.1), &c(|a| a.2), Some(&steps), Some(&ax), rank)
         .map_err(|e| format!("internal: the Slice built is invalid: {e}"))
 }
 
@@ -96,9 +343,12 @@ fn lower_node(
         return Err("left as is: Slice with steps needs ONNX opset 10 or later".into());
     }
     let sn = slice_node::decode(graph, ix, op).map_err(|e| format!("left as is: {e}"))?;
-    if !sn.plan.is_constant() {
-        return Err("left as is: non-constant begin, end or strides".into());
-    }
+    let constant = sn.plan.is_constant();
+    let (sources, lens) = if constant {
+        (vec![(None, None); sn.plan.axes.len()], (0, 0))
+    } else {
+        entry_sources(graph, ix, op, sn.plan.input_rank)?
+    };
     let clamp = op.clamp();
     let rank = sn.plan.input_rank;
     let dims = rewrite::known_dims(graph, sn.data).unwrap_or_else(|| vec![None; rank]);
@@ -107,10 +357,10 @@ fn lower_node(
     let static_dims: Option<Vec<u64>> = dims.iter().copied().collect();
     // Validate the old node first: an invalid one (shrink out of range...) is left alone.
     let old_sel = match &static_dims {
-        Some(d) => {
+        Some(d) if constant => {
             Some(rewrite::select(&sn.plan, d, clamp).map_err(|e| format!("left as is: {e}"))?)
         }
-        None => None,
+        _ => None,
     };
 
     let mut sliced: Vec<SliceAxis> = Vec::new();
@@ -120,7 +370,8 @@ fn lower_node(
     let mut shrunk: Vec<i64> = Vec::new();
     let mut new_axes: Vec<i64> = Vec::new();
     let err = |e: semantics::SliceError| format!("left as is: {e}");
-    for entry in &sn.plan.axes {
+    for (entry, &(begin_src, end_src)) in sn.plan.axes.iter().zip(&sources) {
+        let dynamic = begin_src.is_some() || end_src.is_some();
         match *entry {
             AxisPlan::NewAxis => {
                 new_axes.push(out_dims.len() as i64);
@@ -133,8 +384,11 @@ fn lower_node(
                 step,
                 ..
             } => {
-                let s = step.ok_or("left as is: non-constant strides")?;
-                if let Some(d) = dims[axis] {
+                let s = step.ok_or(
+                    "left as is: non-constant strides (the edge a mask stands for depends on \
+                     the stride's sign, and so does the clamping)",
+                )?;
+                if let (Some(d), false) = (dims[axis], dynamic) {
                     let ResolvedAxis::Range {
                         start, step, len, ..
                     } = rewrite::resolve_entry(*entry, d, clamp).map_err(err)?
@@ -142,11 +396,11 @@ fn lower_node(
                         return Err("internal: a range resolved to something else".into());
                     };
                     if let Some((a, b, c)) = rewrite::exact_range(start, step, len, d) {
-                        sliced.push((axis, a, b, c));
+                        sliced.push((axis, Val::Const(a), Val::Const(b), c));
                     }
                     slice_out[axis] = DeclaredDim::Known(len);
                     out_dims.push((DeclaredDim::Known(len), Some(axis)));
-                } else if begin == Bound::Edge && end == Bound::Edge && s == 1 {
+                } else if begin == Bound::Edge && end == Bound::Edge && s == 1 && !dynamic {
                     out_dims.push((in_shape[axis].clone(), Some(axis)));
                 } else {
                     if clamp == Clamp::Tf {
@@ -154,20 +408,42 @@ fn lower_node(
                         if let Some(why) = rewrite::clamp_ambiguity(begin, s, lo) {
                             return Err(format!("left as is: {why}"));
                         }
+                        if begin == Bound::Dynamic && s < 0 {
+                            return Err("left as is: reverse range from a non-constant begin: \
+                                 TensorFlow selects nothing when begin < -dim, Slice one element"
+                                .into());
+                        }
                     }
-                    let (Some(b), Some(e)) = (
-                        rewrite::bound_value(begin, true, s),
-                        rewrite::bound_value(end, false, s),
-                    ) else {
-                        return Err("left as is: non-constant begin or end".into());
+                    let val = |b: Bound, is_begin: bool, src: Option<usize>| match (b, src) {
+                        (Bound::Dynamic, Some(j)) if is_begin => Ok(Val::Begin(j)),
+                        (Bound::Dynamic, Some(j)) => Ok(Val::End(j)),
+                        _ => rewrite::bound_value(b, is_begin, s)
+                            .map(Val::Const)
+                            .ok_or("internal: a non-constant bound without its source"),
                     };
-                    sliced.push((axis, b, e, s));
+                    sliced.push((
+                        axis,
+                        val(begin, true, begin_src)?,
+                        val(end, false, end_src)?,
+                        s,
+                    ));
                     slice_out[axis] = DeclaredDim::Unknown;
                     out_dims.push((DeclaredDim::Unknown, Some(axis)));
                 }
             }
-            AxisPlan::Shrink { axis, index, .. } => {
-                let i = index.ok_or("left as is: non-constant begin")?;
+            AxisPlan::Shrink {
+                axis, index: None, ..
+            } => {
+                let j = begin_src.ok_or("internal: a non-constant shrink without its source")?;
+                shrunk.push(axis as i64);
+                sliced.push((axis, Val::Begin(j), Val::AfterBegin(j), 1));
+                slice_out[axis] = DeclaredDim::Known(1);
+            }
+            AxisPlan::Shrink {
+                axis,
+                index: Some(i),
+                ..
+            } => {
                 shrunk.push(axis as i64);
                 if let Some(d) = dims[axis] {
                     let ResolvedAxis::Shrink { index, .. } =
@@ -176,17 +452,22 @@ fn lower_node(
                         return Err("internal: a shrink resolved to something else".into());
                     };
                     if d != 1 {
-                        sliced.push((axis, index as i64, index as i64 + 1, 1));
+                        sliced.push((
+                            axis,
+                            Val::Const(index as i64),
+                            Val::Const(index as i64 + 1),
+                            1,
+                        ));
                     }
                 } else {
                     sliced.push((
                         axis,
-                        i,
-                        if i == -1 {
+                        Val::Const(i),
+                        Val::Const(if i == -1 {
                             i64::MAX
                         } else {
                             i.saturating_add(1)
-                        },
+                        }),
                         1,
                     ));
                 }
@@ -197,7 +478,7 @@ fn lower_node(
 
     // Empty ranges first: tract 0.23 mis-optimizes a multi-axis Slice where a later axis of
     // size 1 becomes empty (PushSliceUp); the order of axes does not change a Slice's meaning.
-    sliced.sort_by_key(|a| (a.1 != a.2, a.0));
+    sliced.sort_by_key(|a| (a.1 != a.2 || a.1.constant().is_none(), a.0));
 
     // The Reshape target: known dims, 0 where the dim is copied from the same position, one -1.
     let shaping = if shrunk.is_empty() && new_axes.is_empty() {
@@ -294,8 +575,20 @@ fn lower_node(
     };
     if !sliced.is_empty() {
         let col = |f: fn(&SliceAxis) -> i64| -> Vec<i64> { sliced.iter().map(f).collect() };
-        let start = b.const_i64("start", &col(|a| a.1));
-        let stop = b.const_i64("stop", &col(|a| a.2));
+        let (start, stop) = if constant {
+            let c = |v: Val| v.constant().unwrap_or(0);
+            let start = b.const_i64("start", &sliced.iter().map(|a| c(a.1)).collect::<Vec<_>>());
+            let stop = b.const_i64("stop", &sliced.iter().map(|a| c(a.2)).collect::<Vec<_>>());
+            (start, stop)
+        } else {
+            let param = |port| {
+                b.graph
+                    .input(ix, port)
+                    .ok_or("left as is: begin or end missing")
+            };
+            let params = (param(1)?, param(2)?);
+            dynamic_bounds(&mut b, &sliced, params, lens)?
+        };
         let step = b.const_i64("step", &col(|a| a.3));
         let axes = b.const_i64("axes", &col(|a| a.0 as i64));
         let inputs = if ir {
@@ -392,6 +685,8 @@ fn lower_node(
     }
     let note = if validated {
         ""
+    } else if !constant {
+        " (begin/end not constant: Slice bounds gathered from them; not validated)"
     } else {
         " (input shape not static: not validated)"
     };

@@ -155,7 +155,6 @@ fn ints_attr(graph: &Graph, node: NodeIndex, name: &str) -> Result<Option<Vec<i6
 
 /// Decodes a slice node into its plan, given the rank of its data input.
 pub fn decode(graph: &Graph, node: NodeIndex, op: SliceOp) -> Result<SliceNode, DecodeError> {
-    let n = graph.node(node);
     let data = graph
         .input(node, 0)
         .ok_or_else(|| DecodeError::Malformed("the data input (0) is missing".into()))?;
@@ -205,6 +204,24 @@ pub fn decode(graph: &Graph, node: NodeIndex, op: SliceOp) -> Result<SliceNode, 
             semantics::ov_slice8(&start, &stop, Some(&step), axes.as_deref(), rank)
         }
         SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
+            let (spec, flavour) = strided_slice_spec(graph, node, op)?;
+            semantics::strided_slice(&spec, flavour, rank)
+        }
+    }
+    .map_err(DecodeError::Invalid)?;
+    Ok(SliceNode { op, data, plan })
+}
+
+/// The spec of a StridedSlice node (`op` is `OvStridedSlice` or `TfStridedSlice`) and its
+/// flavour: begin, end and strides as constants or `None` (their length known), the masks.
+pub fn strided_slice_spec(
+    graph: &Graph,
+    node: NodeIndex,
+    op: SliceOp,
+) -> Result<(StridedSliceSpec, Flavour), DecodeError> {
+    let n = graph.node(node);
+    match op {
+        SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
             let begin = param(graph, node, 1, "begin")?
                 .ok_or_else(|| DecodeError::Malformed("input 1 (begin) is missing".into()))?;
             let end = param(graph, node, 2, "end")?
@@ -238,7 +255,7 @@ pub fn decode(graph: &Graph, node: NodeIndex, op: SliceOp) -> Result<SliceNode, 
                 spec.ellipsis_mask = from.ellipsis_mask;
                 spec.new_axis_mask = from.new_axis_mask;
                 spec.shrink_axis_mask = from.shrink_axis_mask;
-                semantics::strided_slice(&spec, Flavour::Ov, rank)
+                Ok((spec, Flavour::Ov))
             } else {
                 let get = |name: &str| n.attr_int(name).unwrap_or(0);
                 let masks = TfMasks {
@@ -256,12 +273,11 @@ pub fn decode(graph: &Graph, node: NodeIndex, op: SliceOp) -> Result<SliceNode, 
                 spec.ellipsis_mask = from.ellipsis_mask;
                 spec.new_axis_mask = from.new_axis_mask;
                 spec.shrink_axis_mask = from.shrink_axis_mask;
-                semantics::strided_slice(&spec, Flavour::Tf, rank)
+                Ok((spec, Flavour::Tf))
             }
         }
+        _ => Err(DecodeError::Malformed("not a StridedSlice".into())),
     }
-    .map_err(DecodeError::Invalid)?;
-    Ok(SliceNode { op, data, plan })
 }
 
 /// A declared dim as a semantics [`Dim`].
