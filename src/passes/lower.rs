@@ -89,6 +89,22 @@ fn entry_sources(
     Ok((sources, lens))
 }
 
+/// True when `begin:end:step` selects nothing on an axis of any size: both indices of one sign
+/// (so adding the dim to negative ones and clamping keep their order) and `end` not past
+/// `begin` in the step's direction.
+fn provably_empty(begin: Bound, end: Bound, step: i64) -> bool {
+    match (begin, end) {
+        (Bound::Index(b), Bound::Index(e)) if (b < 0) == (e < 0) => {
+            if step > 0 {
+                e <= b
+            } else {
+                b <= e
+            }
+        }
+        _ => false,
+    }
+}
+
 /// The Slice's start and stop inputs when some come from the StridedSlice's non-constant begin
 /// and end (`params`, of lengths `lens`): one pool `Concat(begin, end, begin + 1 with -1 →
 /// INT64_MAX, constants)` in i64, and a `Gather` of it for the starts and one for the stops.
@@ -217,9 +233,10 @@ fn dynamic_bounds(
     if !consts.is_empty() {
         if ir {
             // OpenVINO's CPU plugin narrows Slice bounds computed at run time to i32 (INT64_MAX
-            // becomes -1): the edges go in as the i32 extremes, the same for any dim it runs.
+            // becomes -1) and mishandles i32::MIN: the edges go in as ±2^30, the same for any
+            // dim it runs.
             for c in &mut consts {
-                *c = (*c).clamp(i32::MIN.into(), i32::MAX.into());
+                *c = (*c).clamp(-(1 << 30), 1 << 30);
             }
         }
         parts.push(b.const_i64("bounds", &consts));
@@ -402,6 +419,13 @@ fn lower_node(
                     out_dims.push((DeclaredDim::Known(len), Some(axis)));
                 } else if begin == Bound::Edge && end == Bound::Edge && s == 1 && !dynamic {
                     out_dims.push((in_shape[axis].clone(), Some(axis)));
+                } else if provably_empty(begin, end, s) {
+                    // Empty whatever the dim: said as 0:0, which no runtime reads otherwise
+                    // (ONNX Runtime, for one, takes an end of INT64_MAX on a reverse range as
+                    // "to the start").
+                    sliced.push((axis, Val::Const(0), Val::Const(0), 1));
+                    slice_out[axis] = DeclaredDim::Known(0);
+                    out_dims.push((DeclaredDim::Known(0), Some(axis)));
                 } else {
                     if clamp == Clamp::Tf {
                         let lo = rewrite::lower_bound(graph, sn.data, axis);
