@@ -180,15 +180,16 @@ proptest! {
 
 // ----- Random OpenVINO IR -----
 
+/// A layer: type, `data` attributes, input ports' dims, output ports' dims.
+type Layer = (
+    String,
+    Vec<(String, String)>,
+    Vec<Vec<String>>,
+    Vec<Vec<String>>,
+);
+
 /// One random layer: a type the passes care about, random `data` attributes, random port dims.
-fn layer() -> impl Strategy<
-    Value = (
-        String,
-        Vec<(String, String)>,
-        Vec<Vec<String>>,
-        Vec<Vec<String>>,
-    ),
-> {
+fn layer() -> impl Strategy<Value = Layer> {
     let ty = prop_oneof![
         Just("Parameter"),
         Just("Const"),
@@ -254,15 +255,7 @@ fn layer() -> impl Strategy<
     )
 }
 
-fn ir_text(
-    layers: &[(
-        String,
-        Vec<(String, String)>,
-        Vec<Vec<String>>,
-        Vec<Vec<String>>,
-    )],
-    edges: &[(usize, usize, usize, usize)],
-) -> String {
+fn ir_text(layers: &[Layer], edges: &[(usize, usize, usize, usize)]) -> String {
     let mut s =
         String::from("<?xml version=\"1.0\"?>\n<net name=\"random\" version=\"11\">\n<layers>\n");
     for (id, (ty, data, inputs, outputs)) in layers.iter().enumerate() {
