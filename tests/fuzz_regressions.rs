@@ -49,14 +49,17 @@ fn exercise(model: Model) {
 }
 
 fn inputs(target: &str) -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/fuzz")
-        .join(target);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    files.retain(|p| p.is_file());
-    files.sort();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in [root.join("fuzz/corpus"), root.join("tests/data/fuzz")] {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(dir.join(target))
+            .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        found.retain(|p| p.is_file());
+        found.sort();
+        files.extend(found);
+    }
+    assert!(!files.is_empty(), "no inputs for {target}");
     files
 }
 
