@@ -272,12 +272,13 @@ fn transform_one(
 ) -> Result<Outcome, Error> {
     let start = Instant::now();
     let mut model = Model::load(input)?;
+    let load_seconds = start.elapsed().as_secs_f64();
     let original = if cli.verify {
         Some(model.clone())
     } else {
         None
     };
-    let report = Pipeline::with_passes(passes.to_vec())
+    let mut report = Pipeline::with_passes(passes.to_vec())
         .fold_limit(cli.fold_limit)
         .run(&mut model)?;
     let verification = match (&original, &model) {
@@ -285,7 +286,10 @@ fn transform_one(
         (Some(_), _) => Some("rewrites validated by the semantics core".to_string()),
         (None, _) => None,
     };
+    let save_start = Instant::now();
     model.save(output)?;
+    report.load_seconds = Some(load_seconds);
+    report.save_seconds = Some(save_start.elapsed().as_secs_f64());
     Ok(Outcome {
         report,
         verification,

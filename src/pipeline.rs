@@ -121,6 +121,12 @@ pub struct PassReport {
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub passes: Vec<PassReport>,
+    /// Seconds spent loading the model, when the caller timed it (the command line does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_seconds: Option<f64>,
+    /// Seconds spent saving the model, when the caller timed it (the command line does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub save_seconds: Option<f64>,
 }
 
 /// An ordered list of passes; [`Pipeline::new`] is the default `infer,fold,cleanup`.

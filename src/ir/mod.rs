@@ -6,10 +6,10 @@
 
 mod tensor;
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap};
 
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
-use petgraph::visit::EdgeRef;
+use petgraph::visit::{EdgeRef, IntoEdgeReferences, NodeIndexable};
 use petgraph::Direction;
 
 pub use tensor::{DType, Tensor, TensorData};
@@ -394,16 +394,79 @@ impl Graph {
         }
     }
 
+    /// Puts `new` in the place of `old`: `old`'s index takes `new`'s node and inputs and keeps
+    /// the consumers of its output 0 (marked dirty, as [`Graph::redirect`] marks them); `new`'s
+    /// index goes away. The graph is the same as after redirecting output 0 of `old` to output 0
+    /// of `new` and removing `old`, but an input edge both share (the data input) is kept
+    /// instead of removed and re-added: petgraph removes an edge in time linear in its source's
+    /// out-degree, which made rewriting every consumer of a high fan-out value quadratic.
+    /// Returns the index the new node now has (`old`).
+    pub fn replace_node(&mut self, old: NodeIndex, new: NodeIndex) -> NodeIndex {
+        let incoming =
+            |g: &StableDiGraph<Node, Wire>, n: NodeIndex| -> Vec<(EdgeIndex, NodeIndex, Wire)> {
+                g.edges_directed(n, Direction::Incoming)
+                    .map(|e| (e.id(), e.source(), *e.weight()))
+                    .collect()
+            };
+        let mut new_in: Vec<Option<(NodeIndex, Wire)>> = incoming(&self.g, new)
+            .into_iter()
+            .map(|(_, s, w)| Some((s, w)))
+            .collect();
+        for (id, src, w) in incoming(&self.g, old) {
+            match new_in.iter_mut().find(|e| **e == Some((src, w))) {
+                Some(slot) => *slot = None,
+                None => {
+                    self.g.remove_edge(id);
+                }
+            }
+        }
+        // Only output 0 of `old` is taken over: consumers of other ports are dropped, as they
+        // were when `old` was removed.
+        let dropped: Vec<EdgeIndex> = self
+            .g
+            .edges_directed(old, Direction::Outgoing)
+            .filter(|e| e.weight().src_port != 0)
+            .map(|e| e.id())
+            .collect();
+        for id in dropped {
+            self.g.remove_edge(id);
+        }
+        let consumers: Vec<NodeIndex> = self
+            .g
+            .edges_directed(old, Direction::Outgoing)
+            .map(|e| e.target())
+            .collect();
+        for t in consumers {
+            self.g[t].dirty = true;
+        }
+        for (src, w) in new_in.into_iter().flatten() {
+            self.g.add_edge(src, old, w);
+        }
+        // Anything already reading `new` reads `old` now.
+        let out: Vec<(NodeIndex, Wire)> = self
+            .g
+            .edges_directed(new, Direction::Outgoing)
+            .map(|e| (e.target(), *e.weight()))
+            .collect();
+        for (t, w) in out {
+            self.g.add_edge(old, if t == new { old } else { t }, w);
+        }
+        let node = self.g.remove_node(new).expect("replace_node: stale index");
+        self.g[old] = node;
+        old
+    }
+
     /// Nodes in a stable topological order: ties broken by the original order key. A cycle is
     /// an error naming one node on it.
     pub fn topo_order(&self) -> Result<Vec<NodeIndex>, Cycle> {
-        let mut indegree: HashMap<NodeIndex, usize> = HashMap::with_capacity(self.g.node_count());
-        for ix in self.g.node_indices() {
-            indegree.insert(ix, self.g.edges_directed(ix, Direction::Incoming).count());
+        // Indexed by node index (a stable graph's indices are dense up to `node_bound`).
+        let mut indegree = vec![0usize; self.g.node_bound()];
+        for e in self.g.edge_references() {
+            indegree[e.target().index()] += 1;
         }
-        let mut heap = BinaryHeap::new();
-        for (&ix, &d) in &indegree {
-            if d == 0 {
+        let mut heap = BinaryHeap::with_capacity(self.g.node_count());
+        for ix in self.g.node_indices() {
+            if indegree[ix.index()] == 0 {
                 heap.push(std::cmp::Reverse((self.g[ix].order, ix.index())));
             }
         }
@@ -413,21 +476,21 @@ impl Graph {
             out.push(ix);
             for e in self.g.edges_directed(ix, Direction::Outgoing) {
                 let t = e.target();
-                if let Some(d) = indegree.get_mut(&t) {
-                    *d -= 1;
-                    if *d == 0 {
-                        heap.push(std::cmp::Reverse((self.g[t].order, t.index())));
-                    }
+                let d = &mut indegree[t.index()];
+                *d -= 1;
+                if *d == 0 {
+                    heap.push(std::cmp::Reverse((self.g[t].order, t.index())));
                 }
             }
         }
         if out.len() != self.g.node_count() {
             // Some node is on (or behind) a cycle: name the first one, in original order, that
             // lies on a cycle.
-            let remaining: BTreeMap<(u64, u64), NodeIndex> = indegree
-                .iter()
-                .filter(|(_, &d)| d > 0)
-                .map(|(&ix, _)| (self.g[ix].order, ix))
+            let remaining: BTreeMap<(u64, u64), NodeIndex> = self
+                .g
+                .node_indices()
+                .filter(|ix| indegree[ix.index()] > 0)
+                .map(|ix| (self.g[ix].order, ix))
                 .collect();
             let on_cycle = petgraph::algo::kosaraju_scc(&self.g)
                 .into_iter()

@@ -211,13 +211,10 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// Moves the consumers of `old`'s output 0 to `new`'s output 0 and removes `old`.
+/// Moves the consumers of `old`'s output 0 to `new`'s output 0 and removes `old` (the new node
+/// ends up at `old`'s index, see [`Graph::replace_node`]; neither index may be used after).
 pub fn take_over(graph: &mut Graph, old: NodeIndex, new: NodeIndex) {
-    graph.redirect(
-        OutletId { node: old, port: 0 },
-        OutletId { node: new, port: 0 },
-    );
-    graph.g.remove_node(old);
+    graph.replace_node(old, new);
 }
 
 /// Indices and shape a plan selects on `dims`.

@@ -1,0 +1,382 @@
+#!/usr/bin/env python3
+"""Time slice-opt against cp and its peers on the generated models; write bench/RESULTS.md.
+
+Called by bench/run.sh (which generates the models and builds the binary first). Every run is
+`/usr/bin/time -v timeout -s KILL $TIMEOUT <cmd>`: wall clock and "Maximum resident set size"
+come from GNU time. Inputs are read into the page cache before a model's runs (all tools see a
+warm cache); outputs are deleted and `sync`ed between runs (outside the timed region).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+PY = sys.executable
+ONNXOPT = (
+    "import onnx, onnxoptimizer, sys; "
+    "onnx.save(onnxoptimizer.optimize(onnx.load(sys.argv[1])), sys.argv[2])"
+)
+ONNX_RT = "import onnx, sys; onnx.save(onnx.load(sys.argv[1]), sys.argv[2])"
+OV_RT = (
+    "import openvino as ov, sys; "
+    "ov.save_model(ov.Core().read_model(sys.argv[1]), sys.argv[2], compress_to_fp16=False)"
+)
+
+
+def files_of(path):
+    return [path, path[:-4] + ".bin"] if path.endswith(".xml") else [path]
+
+
+def size_of(path):
+    return sum(os.path.getsize(f) for f in files_of(path) if os.path.exists(f))
+
+
+def rm_outputs(path):
+    for f in files_of(path):
+        if os.path.exists(f):
+            os.remove(f)
+
+
+def run_timed(cmd, timeout):
+    """(wall s, max RSS KB, status, user+sys CPU s) of one run."""
+    full = ["/usr/bin/time", "-v", "timeout", "-s", "KILL", str(timeout)] + cmd
+    p = subprocess.run(full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err = p.stderr
+    wall = rss = None
+    m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", err)
+    if m:
+        parts = [float(x) for x in m.group(1).split(":")]
+        wall = sum(v * 60 ** (len(parts) - 1 - i) for i, v in enumerate(parts))
+    m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", err)
+    if m:
+        rss = int(m.group(1))
+    cpu = 0.0
+    for k in ("User", "System"):
+        m = re.search(k + r" time \(seconds\): (\S+)", err)
+        if m:
+            cpu += float(m.group(1))
+    if p.returncode == 0:
+        status = "ok"
+    elif p.returncode in (124, 137) or "signal 9" in err:
+        status = "timeout"
+    else:
+        lines = [l for l in err.splitlines() if l.strip() and not l.startswith("\t")]
+        status = "failed (exit %d%s)" % (p.returncode, (": " + lines[-1][:120]) if lines else "")
+    return wall, rss, status, cpu
+
+
+def measure(cmd, out, reps, timeout):
+    """Best wall of `reps` runs (RSS of that run); stops at the first failure or timeout."""
+    best = None
+    for _ in range(reps):
+        rm_outputs(out)
+        subprocess.run(["sync"])
+        wall, rss, status, cpu = run_timed(cmd, timeout)
+        if status != "ok":
+            return {"wall": wall, "rss": rss, "status": status, "runs": 1, "cpu": cpu}
+        if best is None or wall < best["wall"]:
+            best = {"wall": wall, "rss": rss, "status": status, "cpu": cpu}
+    best["runs"] = reps
+    best["out_bytes"] = size_of(out)
+    rm_outputs(out)
+    return best
+
+
+def warm(path):
+    for f in files_of(path):
+        with open(f, "rb") as fh:
+            while fh.read(1 << 24):
+                pass
+
+
+def version(mod):
+    try:
+        m = __import__(mod)
+        return getattr(m, "__version__", "?")
+    except Exception as e:  # noqa: BLE001
+        return "not installed (%s)" % type(e).__name__
+
+
+def machine_info(binary):
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = "?"
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem = "%.1f GB" % (int(line.split()[1]) / 1e6)
+    except OSError:
+        pass
+    rev = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "src"], capture_output=True, text=True,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+    ).stdout.strip()
+    rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    return {
+        "date (UTC)": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "nproc": os.cpu_count(),
+        "CPU": cpu,
+        "memory": mem,
+        "kernel": platform.release(),
+        "load average at start": " ".join("%.2f" % x for x in os.getloadavg()),
+        "slice-opt": "%s%s (%s)" % (rev, " + uncommitted src changes" if dirty else "", binary),
+        "rustc": rustc,
+        "python": platform.python_version(),
+        "onnx": version("onnx"),
+        "onnxsim": version("onnxsim"),
+        "onnxslim": version("onnxslim"),
+        "onnxoptimizer": version("onnxoptimizer"),
+        "onnxruntime": version("onnxruntime"),
+        "openvino": version("openvino"),
+        "numpy": version("numpy"),
+    }
+
+
+def tools_for(model, binary):
+    if model.endswith(".xml"):
+        return [
+            ("cp", lambda i, o: ["sh", "-c", 'cp "$1" "$3" && cp "$2" "$4"', "sh",
+                                 i, i[:-4] + ".bin", o, o[:-4] + ".bin"]),
+            ("slice-opt", lambda i, o: [binary, i, "-o", o, "-q"]),
+            ("openvino read_model+save_model", lambda i, o: [PY, "-c", OV_RT, i, o]),
+        ]
+    sim = shutil.which("onnxsim")
+    slim = shutil.which("onnxslim")
+    return [
+        ("cp", lambda i, o: ["cp", i, o]),
+        ("slice-opt", lambda i, o: [binary, i, "-o", o, "-q"]),
+        ("onnxsim", lambda i, o: [sim, i, o] if sim else [PY, "-m", "onnxsim", i, o]),
+        ("onnxslim", lambda i, o: [slim, i, o] if slim else [PY, "-m", "onnxslim", i, o]),
+        ("onnxoptimizer", lambda i, o: [PY, "-c", ONNXOPT, i, o]),
+        ("onnx.load+onnx.save", lambda i, o: [PY, "-c", ONNX_RT, i, o]),
+    ]
+
+
+OURS = {"cp", "slice-opt"}
+
+
+def fmt(v, spec="%.2f"):
+    return "—" if v is None else spec % v
+
+
+def main_table(results, manifest):
+    out = []
+    for model, rows in results.items():
+        base = model[:-5] if model.endswith(".onnx") else model[:-4]
+        info = manifest.get(base, {})
+        size = rows[0]["in_bytes"]
+        if model.endswith(".xml"):
+            desc = "%d IR layers, %d slices" % (info.get("ir_nodes", 0), info.get("ir_slices", 0))
+        else:
+            desc = "%d nodes, %d slices, %d initializers" % (
+                info.get("nodes", 0), info.get("slices", 0), info.get("initializers", 0))
+        out.append("\n### `%s` (%.1f MB; %s)\n" % (model, size / 1e6, desc))
+        out.append("| tool | wall s | wall / cp | CPU s (user+sys) | peak RSS MB | RSS / file size | RSS / cp | runs | status |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
+        cp = rows[0]
+        for r in rows:
+            ok = r["status"] == "ok"
+            wall = r["wall"] if ok else None
+            rss = r["rss"] / 1024 if (ok and r["rss"] is not None) else None
+            cp_rss = cp["rss"] / 1024 if cp["rss"] else None
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %d | %s |" % (
+                ("**%s**" % r["tool"]) if r["tool"] == "slice-opt" else r["tool"],
+                fmt(wall, "%.3f"),
+                fmt(wall / cp["wall"] if wall is not None and cp["wall"] else None, "%.1f×"),
+                fmt(r.get("cpu") if ok else None, "%.2f"),
+                fmt(rss, "%.0f"),
+                fmt(rss * 1024 * 1024 / size if rss is not None else None, "%.2f×"),
+                fmt(rss / cp_rss if rss is not None and cp_rss else None, "%.0f×"),
+                r["runs"],
+                r["status"] if r["status"] != "ok" else "ok",
+            ))
+    return "\n".join(out)
+
+
+def scaling(binary, bench_dir, manifest, reps, timeout):
+    """Per-step seconds for the node series: run A = default passes (load, infer, fold, cleanup,
+    save), run B = `raise,lower` (every Slice raised to StridedSlice and lowered back)."""
+    runs = [["infer", "fold", "cleanup"], ["raise", "lower"]]
+    steps = ["load", "infer", "fold", "cleanup", "raise", "lower", "save"]
+    names = [n for n in ("nodes_1k", "nodes_10k", "nodes_100k") if n in manifest]
+    table = {}
+    for name in names:
+        inp = os.path.join(bench_dir, name + ".onnx")
+        out = os.path.join(bench_dir, "out_scaling.onnx")
+        rep = os.path.join(bench_dir, "report.json")
+        warm(inp)
+        info = manifest[name]
+        size = info["nodes"] + info["initializers"] + 2
+        best, totals = {}, {}
+        for passes in runs:
+            key = ",".join(passes)
+            prev = table.get(names[names.index(name) - 1]) if names.index(name) else None
+            if prev and prev["totals"].get(key) is not None and isinstance(prev["totals"][key], float):
+                guess = prev["totals"][key] * size / prev["size"]
+                if guess > timeout:
+                    totals[key] = "skipped (linear extrapolation %.0f s > timeout)" % guess
+                    continue
+            for _ in range(reps):
+                rm_outputs(out)
+                subprocess.run(["sync"])
+                cmd = [binary, inp, "-o", out, "-q", "--passes", key, "--report", rep]
+                wall, rss, status, _ = run_timed(cmd, timeout)
+                if status != "ok":
+                    totals[key] = status
+                    break
+                r = json.load(open(rep))
+                secs = {"load": r.get("load_seconds"), "save": r.get("save_seconds")}
+                for p in r["passes"]:
+                    secs[p["pass"]] = secs.get(p["pass"], 0) + p["seconds"]
+                for k, v in secs.items():
+                    if v is not None and (k not in best or v < best[k]):
+                        best[k] = v
+                if not isinstance(totals.get(key), float) or wall < totals[key]:
+                    totals[key] = wall
+        rm_outputs(out)
+        table[name] = {"best": best, "totals": totals, "size": size}
+        print("  scaling %s: %s" % (name, table[name]), file=sys.stderr)
+    lines = [
+        "Two runs per model: `--passes infer,fold,cleanup` (the default; gives load, infer, "
+        "fold, cleanup, save) and `--passes raise,lower` (every Slice raised to StridedSlice, "
+        "then lowered back). Seconds from `--report` (load/save timed by the CLI), best of %d "
+        "runs per step. Time per graph node in µs; graph size = ONNX nodes + initializers + "
+        "graph input/output. Flat per-node time = linear." % reps,
+        "",
+        "| step | " + " | ".join("%s (%d nodes)" % (n, table[n]["size"]) for n in names)
+        + " | largest / 1k, per node |",
+        "|---|" + "---:|" * len(names) + "---:|",
+    ]
+    for s in steps:
+        cells = []
+        per = []
+        for n in names:
+            b = table[n]["best"]
+            if b.get(s) is None:
+                key = "raise,lower" if s in ("raise", "lower") else "infer,fold,cleanup"
+                cells.append(str(table[n]["totals"].get(key, "—")))
+                per.append(None)
+                continue
+            us = b[s] / table[n]["size"] * 1e6
+            per.append(us)
+            cells.append("%.2f µs (%.3f s)" % (us, b[s]))
+        last = next((p for p in reversed(per) if p), None)
+        ratio = "%.1f×" % (last / per[0]) if len(per) > 1 and per[0] and last else "—"
+        lines.append("| %s | %s | %s |" % (s, " | ".join(cells), ratio))
+    for key in ("infer,fold,cleanup", "raise,lower"):
+        cells = []
+        for n in names:
+            t = table[n]["totals"].get(key)
+            cells.append("%.3f s" % t if isinstance(t, float) else str(t))
+        lines.append("| whole run `%s` (wall) | %s | |" % (key, " | ".join(cells)))
+    return "\n".join(lines), table
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bench-dir", default="/tmp/slice-opt-bench")
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--out", required=True, help="RESULTS.md to write")
+    ap.add_argument("--reps", type=int, default=3, help="runs of cp and slice-opt (best wall)")
+    ap.add_argument("--peer-reps", type=int, default=1, help="runs of each peer (best wall)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
+    ap.add_argument("--models", default="nodes_1k.onnx,nodes_10k.onnx,nodes_100k.onnx,"
+                    "nodes_100k.xml,big_1gb.onnx,big_1gb.xml")
+    ap.add_argument("--skip-peers", action="store_true")
+    args = ap.parse_args()
+
+    manifest = json.load(open(os.path.join(args.bench_dir, "manifest.json")))
+    info = machine_info(args.binary)
+    t0 = time.time()
+    results = {}
+    last_wall = {}
+    for model in args.models.split(","):
+        inp = os.path.join(args.bench_dir, model)
+        if not os.path.exists(inp):
+            print("skip %s: not generated" % model, file=sys.stderr)
+            continue
+        ext = ".xml" if model.endswith(".xml") else ".onnx"
+        out = os.path.join(args.bench_dir, "out_bench" + ext)
+        warm(inp)
+        rows = []
+        base = model.rsplit(".", 1)[0]
+        for tool, mk in tools_for(inp, args.binary):
+            if args.skip_peers and tool not in OURS:
+                continue
+            reps = args.reps if tool in OURS else args.peer_reps
+            # A peer that already timed out (or would, extrapolating linearly from the previous
+            # model of the node series) is not run again on a bigger one.
+            prev = last_wall.get((tool, model.endswith(".xml")))
+            guess = None
+            if prev is not None and base.startswith("nodes_"):
+                pw, pn = prev
+                guess = None if pw is None else pw * manifest[base]["nodes"] / pn
+            if base.startswith("nodes_") and prev is not None and (
+                prev[0] is None or (guess or 0) > args.timeout
+            ):
+                why = ("previous model timed out" if prev[0] is None
+                       else "linear extrapolation %.0f s > timeout" % guess)
+                r = {"wall": None, "rss": None, "status": "skipped (%s)" % why, "runs": 0}
+            else:
+                r = measure(mk(inp, out), out, reps, args.timeout)
+            if base.startswith("nodes_") and tool not in OURS:
+                if r["status"] == "ok":
+                    last_wall[(tool, model.endswith(".xml"))] = (r["wall"], manifest[base]["nodes"])
+                elif r["status"] == "timeout":
+                    last_wall[(tool, model.endswith(".xml"))] = (None, manifest[base]["nodes"])
+            r["tool"] = tool
+            r["in_bytes"] = size_of(inp)
+            rows.append(r)
+            print("%-16s %-32s %s" % (model, tool, r), file=sys.stderr)
+        results[model] = rows
+
+    print("per-pass scaling", file=sys.stderr)
+    scale_md, scale = scaling(args.binary, args.bench_dir, manifest, args.reps, args.timeout)
+    elapsed = time.time() - t0
+
+    md = []
+    md.append("# slice-opt benchmark results\n")
+    md.append("Produced by `bench/run.sh` (models from `bench/gen_models.py`, see `bench/README.md`) "
+              "in %.0f s. Wall time and peak RSS from `/usr/bin/time -v`; ratios are to `cp` of "
+              "the same file(s) (the physical floor: read + write every byte). The page cache "
+              "is warm for every tool (the input is read once before a model's runs); outputs "
+              "are deleted and `sync`ed between runs, outside the timed region. `cp` and "
+              "slice-opt: best of %d runs; each peer: best of %d; per run timeout %d s.\n"
+              % (elapsed, args.reps, args.peer_reps, args.timeout))
+    md.append("## Machine\n")
+    md.append("| | |\n|---|---|")
+    for k, v in info.items():
+        md.append("| %s | %s |" % (k, v))
+    md.append("\nThe machine is shared (other jobs, e.g. a fuzzer, may hold a core): treat small "
+              "differences as noise.\n")
+    md.append("## Whole-tool runs\n")
+    md.append(main_table(results, manifest))
+    md.append("\n## Per-pass scaling (slice-opt)\n")
+    md.append(scale_md)
+    md.append("")
+    with open(args.out, "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(args.bench_dir, "results.json"), "w") as f:
+        json.dump({"machine": info, "results": results, "scaling": scale}, f, indent=1)
+    print("wrote %s (%.0f s)" % (args.out, elapsed), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
