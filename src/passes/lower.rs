@@ -716,7 +716,7 @@ fn lower_node(
     };
     match last {
         Some(last) => {
-            rewrite::take_over(graph, ix, last);
+            let last = rewrite::take_over(graph, ix, last);
             if sliced.is_empty() && parts.len() == 1 {
                 graph.lowered_shaping.insert(last);
             }

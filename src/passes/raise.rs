@@ -569,7 +569,7 @@ fn build_strided(
         Some(out_value),
         Default::default(),
     );
-    rewrite::take_over(graph, last, node);
+    let _ = rewrite::take_over(graph, last, node);
     if let (Some(_), Some(s)) = (follow, slice) {
         graph.g.remove_node(s);
     }

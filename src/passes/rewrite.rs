@@ -211,10 +211,10 @@ impl<'a> Builder<'a> {
     }
 }
 
-/// Moves the consumers of `old`'s output 0 to `new`'s output 0 and removes `old` (the new node
-/// ends up at `old`'s index, see [`Graph::replace_node`]; neither index may be used after).
-pub fn take_over(graph: &mut Graph, old: NodeIndex, new: NodeIndex) {
-    graph.replace_node(old, new);
+/// Moves the consumers of `old`'s output 0 to `new`'s output 0 and removes `old`; returns the
+/// index the new node ends up at (`old`'s, see [`Graph::replace_node`]: `new` is gone).
+pub fn take_over(graph: &mut Graph, old: NodeIndex, new: NodeIndex) -> NodeIndex {
+    graph.replace_node(old, new)
 }
 
 /// Indices and shape a plan selects on `dims`.
