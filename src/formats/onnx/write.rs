@@ -1,0 +1,401 @@
+//! Streaming protobuf writer for ONNX models.
+//!
+//! Encodes a [`ModelProto`] to a file field by field, in tag order exactly as prost's
+//! `encode_to_vec` would (so the bytes are the same), without building the encoded model in
+//! memory: small fields go through a bounded buffer, and large byte fields (`raw_data`,
+//! `string_data`) are written from their `Bytes` directly, or, when they lie in a memory-mapped
+//! input file, copied file to file (`copy_file_range` on Linux) so their pages are never faulted
+//! into this process.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use prost::encoding::{self, encode_key, encode_varint, WireType};
+use prost::Message;
+
+use super::proto::{GraphProto, ModelProto, TensorProto};
+
+/// Byte fields at least this long are written outside the buffer (and copied file to file when
+/// they lie in a mapped file).
+const BIG: usize = 64 * 1024;
+/// The buffer is written out when it grows past this.
+const FLUSH_AT: usize = 1 << 20;
+
+/// A memory-mapped file tensor bytes may point into, with an open handle to copy from.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// The whole mapping.
+    pub map: Bytes,
+    /// The mapped file (the same inode the map was made from).
+    pub file: Option<Arc<File>>,
+}
+
+struct StreamWriter<'a> {
+    out: &'a File,
+    buf: Vec<u8>,
+    sources: &'a [Source],
+}
+
+impl StreamWriter<'_> {
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            (&mut &*self.out).write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn maybe_flush(&mut self) -> io::Result<()> {
+        if self.buf.len() >= FLUSH_AT {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Where `b` lies in a mapped source file: (file, offset).
+    fn locate(&self, b: &Bytes) -> Option<(&Arc<File>, u64)> {
+        let p = b.as_ptr() as usize;
+        self.sources.iter().find_map(|s| {
+            let base = s.map.as_ptr() as usize;
+            let file = s.file.as_ref()?;
+            let end = p.checked_add(b.len())?;
+            (p >= base && end <= base + s.map.len()).then(|| (file, (p - base) as u64))
+        })
+    }
+
+    /// Writes the contents of a byte field.
+    fn bytes(&mut self, b: &Bytes) -> io::Result<()> {
+        if b.len() < BIG {
+            self.buf.extend_from_slice(b);
+            return self.maybe_flush();
+        }
+        self.flush()?;
+        if let Some((file, offset)) = self.locate(b) {
+            let mut src: &File = file;
+            src.seek(SeekFrom::Start(offset))?;
+            let want = b.len() as u64;
+            // File to file: `std::io::copy` uses copy_file_range / sendfile where it can.
+            let copied = io::copy(&mut src.take(want), &mut &*self.out)?;
+            if copied != want {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("source file shrank: copied {copied} of {want} bytes"),
+                ));
+            }
+            return Ok(());
+        }
+        (&mut &*self.out).write_all(b)
+    }
+
+    /// A length-delimited byte field whose contents may be big.
+    fn bytes_field(&mut self, tag: u32, b: &Bytes) -> io::Result<()> {
+        encode_key(tag, WireType::LengthDelimited, &mut self.buf);
+        encode_varint(b.len() as u64, &mut self.buf);
+        self.bytes(b)
+    }
+
+    fn message_header(&mut self, tag: u32, len: usize) {
+        encode_key(tag, WireType::LengthDelimited, &mut self.buf);
+        encode_varint(len as u64, &mut self.buf);
+    }
+
+    fn messages<M: Message>(&mut self, tag: u32, ms: &[M]) -> io::Result<()> {
+        for m in ms {
+            encoding::message::encode(tag, m, &mut self.buf);
+            self.maybe_flush()?;
+        }
+        Ok(())
+    }
+
+    fn tensor(&mut self, t: &TensorProto) -> io::Result<()> {
+        use encoding::{double, float, int32, int64, message, string, uint64};
+        let b = &mut self.buf;
+        int64::encode_repeated(1, &t.dims, b);
+        if let Some(v) = &t.data_type {
+            int32::encode(2, v, b);
+        }
+        if let Some(v) = &t.segment {
+            message::encode(3, v, b);
+        }
+        float::encode_packed(4, &t.float_data, b);
+        int32::encode_packed(5, &t.int32_data, b);
+        for s in &t.string_data {
+            self.bytes_field(6, s)?;
+        }
+        let b = &mut self.buf;
+        int64::encode_packed(7, &t.int64_data, b);
+        if let Some(v) = &t.name {
+            string::encode(8, v, b);
+        }
+        if let Some(v) = &t.raw_data {
+            self.bytes_field(9, v)?;
+        }
+        let b = &mut self.buf;
+        double::encode_packed(10, &t.double_data, b);
+        uint64::encode_packed(11, &t.uint64_data, b);
+        if let Some(v) = &t.doc_string {
+            string::encode(12, v, b);
+        }
+        message::encode_repeated(13, &t.external_data, b);
+        if let Some(v) = &t.data_location {
+            int32::encode(14, v, b);
+        }
+        message::encode_repeated(16, &t.metadata_props, b);
+        self.maybe_flush()
+    }
+
+    fn graph(&mut self, g: &GraphProto) -> io::Result<()> {
+        use encoding::string;
+        self.messages(1, &g.node)?;
+        if let Some(v) = &g.name {
+            string::encode(2, v, &mut self.buf);
+        }
+        for t in &g.initializer {
+            self.message_header(5, t.encoded_len());
+            self.tensor(t)?;
+        }
+        if let Some(v) = &g.doc_string {
+            string::encode(10, v, &mut self.buf);
+        }
+        self.messages(11, &g.input)?;
+        self.messages(12, &g.output)?;
+        self.messages(13, &g.value_info)?;
+        self.messages(14, &g.quantization_annotation)?;
+        self.messages(15, &g.sparse_initializer)?;
+        self.messages(16, &g.metadata_props)
+    }
+
+    fn model(&mut self, m: &ModelProto, graph: Option<&GraphProto>) -> io::Result<()> {
+        use encoding::{int64, string};
+        let b = &mut self.buf;
+        if let Some(v) = &m.ir_version {
+            int64::encode(1, v, b);
+        }
+        if let Some(v) = &m.producer_name {
+            string::encode(2, v, b);
+        }
+        if let Some(v) = &m.producer_version {
+            string::encode(3, v, b);
+        }
+        if let Some(v) = &m.domain {
+            string::encode(4, v, b);
+        }
+        if let Some(v) = &m.model_version {
+            int64::encode(5, v, b);
+        }
+        if let Some(v) = &m.doc_string {
+            string::encode(6, v, b);
+        }
+        if let Some(g) = graph {
+            self.message_header(7, g.encoded_len());
+            self.graph(g)?;
+        }
+        self.messages(8, &m.opset_import)?;
+        self.messages(14, &m.metadata_props)?;
+        self.messages(20, &m.training_info)?;
+        self.messages(25, &m.functions)?;
+        self.messages(26, &m.configuration)?;
+        self.flush()
+    }
+}
+
+/// Writes `m` to `out`, with `graph` in place of `m.graph`, as the bytes
+/// `ModelProto { graph: graph.cloned(), ..m.clone() }.encode_to_vec()` would be. Byte fields
+/// that lie in one of `sources` are copied from its file.
+pub fn write_model(
+    out: &File,
+    m: &ModelProto,
+    graph: Option<&GraphProto>,
+    sources: &[Source],
+) -> io::Result<()> {
+    let mut w = StreamWriter {
+        out,
+        buf: Vec::with_capacity(FLUSH_AT + 64 * 1024),
+        sources,
+    };
+    w.model(m, graph)
+}
+
+/// Tensors at least this many bytes go to the external data file when a model is saved with
+/// external data (the threshold `onnx.save_model` uses by default).
+pub const EXTERNAL_MIN: usize = 1024;
+
+/// Offsets of tensors in an external data file are multiples of this (so a reader can map
+/// each tensor page-aligned).
+pub const EXTERNAL_ALIGN: u64 = 4096;
+
+/// The largest protobuf a reader accepts (2 GiB - 1): a bigger model must put tensors in an
+/// external data file.
+pub const PROTO_LIMIT: u64 = (1 << 31) - 1;
+
+/// True when `b` lies in one of `sources` (it was read from a file rather than computed).
+pub fn in_sources(b: &Bytes, sources: &[Source]) -> bool {
+    let p = b.as_ptr() as usize;
+    sources.iter().any(|s| {
+        let base = s.map.as_ptr() as usize;
+        p >= base
+            && p.checked_add(b.len())
+                .is_some_and(|end| end <= base.saturating_add(s.map.len()))
+    })
+}
+
+/// Moves the inline `raw_data` of `g`'s initializers chosen by `pick` (and at least
+/// [`EXTERNAL_MIN`] bytes) to the external data file `location`: each such tensor gets
+/// `data_location = EXTERNAL` with location/offset/length entries, and its bytes are returned
+/// in file order with their offsets.
+pub fn externalize(
+    g: &mut GraphProto,
+    location: &str,
+    mut pick: impl FnMut(&TensorProto, &Bytes) -> bool,
+) -> Vec<(u64, Bytes)> {
+    use super::proto::StringStringEntryProto;
+    let mut out = Vec::new();
+    let mut offset = 0u64;
+    for t in g.initializer.iter_mut() {
+        let Some(raw) = t.raw_data.as_ref() else {
+            continue;
+        };
+        if raw.len() < EXTERNAL_MIN || t.data_location == Some(1) || !pick(t, raw) {
+            continue;
+        }
+        let Some(raw) = t.raw_data.take() else {
+            continue;
+        };
+        offset = offset.div_ceil(EXTERNAL_ALIGN) * EXTERNAL_ALIGN;
+        let len = raw.len() as u64;
+        let kv = |k: &str, v: String| StringStringEntryProto {
+            key: Some(k.into()),
+            value: Some(v),
+        };
+        t.external_data = vec![
+            kv("location", location.to_string()),
+            kv("offset", offset.to_string()),
+            kv("length", len.to_string()),
+        ];
+        t.data_location = Some(1);
+        out.push((offset, raw));
+        offset += len;
+    }
+    out
+}
+
+/// Writes the external data file made by [`externalize`]: each chunk at its offset (zeros
+/// between), copied file to file when it lies in one of `sources`.
+pub fn write_data_file(out: &File, chunks: &[(u64, Bytes)], sources: &[Source]) -> io::Result<()> {
+    let mut w = StreamWriter {
+        out,
+        buf: Vec::with_capacity(FLUSH_AT + 64 * 1024),
+        sources,
+    };
+    let mut at = 0u64;
+    for (offset, b) in chunks {
+        let pad = offset.checked_sub(at).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::InvalidInput, "external chunks out of order")
+        })?;
+        w.buf.resize(w.buf.len() + pad as usize, 0);
+        w.bytes(b)?;
+        at = offset + b.len() as u64;
+    }
+    w.flush()
+}
+
+/// The byte-level writer as a `Vec` (tests): what [`write_model`] writes.
+pub fn encode_streamed(m: &ModelProto, sources: &[Source]) -> io::Result<Vec<u8>> {
+    let mut f = tempfile::tempfile()?;
+    write_model(&f, m, m.graph.as_ref(), sources)?;
+    let mut v = Vec::new();
+    f.seek(SeekFrom::Start(0))?;
+    f.read_to_end(&mut v)?;
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::proto::{
+        tensor_proto::Segment, NodeProto, OperatorSetIdProto, StringStringEntryProto,
+    };
+    use super::*;
+
+    fn kv(k: &str, v: &str) -> StringStringEntryProto {
+        StringStringEntryProto {
+            key: Some(k.into()),
+            value: Some(v.into()),
+        }
+    }
+
+    fn full_tensor(big: usize) -> TensorProto {
+        TensorProto {
+            dims: vec![2, 3, -1],
+            data_type: Some(1),
+            segment: Some(Segment {
+                begin: Some(1),
+                end: Some(2),
+            }),
+            float_data: vec![1.0, 2.5],
+            int32_data: vec![-1, 7],
+            string_data: vec![Bytes::from_static(b"ab"), Bytes::from(vec![3u8; big])],
+            int64_data: vec![1 << 40, -3],
+            name: Some("t".into()),
+            doc_string: Some(String::new()),
+            raw_data: Some(Bytes::from(vec![9u8; big])),
+            external_data: vec![kv("location", "x.data")],
+            data_location: Some(0),
+            double_data: vec![0.5],
+            uint64_data: vec![u64::MAX],
+            metadata_props: vec![kv("a", "b")],
+        }
+    }
+
+    #[test]
+    fn streamed_bytes_equal_prost_encoding() {
+        for big in [0, 10, BIG, 3 * FLUSH_AT] {
+            let g = GraphProto {
+                node: vec![NodeProto {
+                    name: Some("n".into()),
+                    op_type: Some("Identity".into()),
+                    input: vec!["a".into()],
+                    output: vec!["b".into()],
+                    ..Default::default()
+                }],
+                name: Some("g".into()),
+                initializer: vec![full_tensor(big), TensorProto::default(), full_tensor(5)],
+                doc_string: Some("d".into()),
+                metadata_props: vec![kv("x", "y")],
+                ..Default::default()
+            };
+            let m = ModelProto {
+                ir_version: Some(8),
+                opset_import: vec![OperatorSetIdProto {
+                    domain: None,
+                    version: Some(17),
+                }],
+                producer_name: Some("p".into()),
+                producer_version: Some("1".into()),
+                domain: Some(String::new()),
+                model_version: Some(-1),
+                doc_string: Some("doc".into()),
+                graph: Some(g),
+                metadata_props: vec![kv("k", "v")],
+                ..Default::default()
+            };
+            let want = m.encode_to_vec();
+            assert_eq!(encode_streamed(&m, &[]).unwrap(), want, "big = {big}");
+            // The same with the tensor bytes inside a "mapped" file.
+            let mut f = tempfile::tempfile().unwrap();
+            f.write_all(&want).unwrap();
+            let map = Bytes::from(want.clone());
+            let m2 = ModelProto::decode(map.clone()).unwrap();
+            let src = [Source {
+                map,
+                file: Some(Arc::new(f)),
+            }];
+            assert_eq!(encode_streamed(&m2, &src).unwrap(), want, "big = {big}");
+            assert_eq!(
+                encode_streamed(&ModelProto::default(), &src).unwrap(),
+                ModelProto::default().encode_to_vec()
+            );
+        }
+    }
+}
