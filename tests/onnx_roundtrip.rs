@@ -169,6 +169,108 @@ fn external_data_is_kept_beside_the_output() {
         .any(|t| t.raw().is_some_and(|r| r.len() == 1 << 20)));
 }
 
+/// A constant folded out of external data goes to a new external data file beside the output
+/// (not inline), the weights it was cut from are neither copied nor kept, and the folded bytes
+/// are the ONNX Slice of the original: `wc = w[:, 0:128]` of the 512 x 512 f32 `w`.
+#[test]
+fn folded_external_constants_go_to_a_new_external_file() {
+    let f = repo().join("models/external_data.onnx");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("folded.onnx");
+    let st = slice_opt()
+        .arg(&f)
+        .arg("-o")
+        .arg(&out)
+        .arg("-q")
+        .status()
+        .expect("run");
+    assert!(st.success());
+    let m = decode(&out);
+    let g = m.graph.as_ref().expect("graph");
+    assert!(
+        g.node.iter().all(|n| n.op_type() != "Slice"),
+        "slice folded"
+    );
+    let wc = g
+        .initializer
+        .iter()
+        .find(|t| t.name() == "wc")
+        .expect("folded initializer wc");
+    assert_eq!(wc.dims, vec![512, 128]);
+    assert_eq!(wc.data_location, Some(1), "external, not inline");
+    assert!(wc.raw_data.is_none());
+    let kv = |k: &str| {
+        wc.external_data
+            .iter()
+            .find(|e| e.key() == k)
+            .map(|e| e.value().to_string())
+            .expect(k)
+    };
+    assert_eq!(kv("location"), "folded.onnx.data");
+    let offset: usize = kv("offset").parse().expect("offset");
+    let length: usize = kv("length").parse().expect("length");
+    assert_eq!(length, 512 * 128 * 4);
+    let data = std::fs::read(dir.path().join("folded.onnx.data")).expect("data file");
+    let w = std::fs::read(repo().join("models/external_data.onnx.data")).expect("weights");
+    let want: Vec<u8> = (0..512)
+        .flat_map(|r| w[r * 512 * 4..(r * 512 + 128) * 4].iter().copied())
+        .collect();
+    assert!(
+        data[offset..offset + length] == want[..],
+        "wc = w[:, 0:128]"
+    );
+    assert!(
+        std::fs::metadata(&out).expect("out").len() < 4096,
+        "the .onnx holds no tensor data"
+    );
+    assert!(
+        !dir.path().join("external_data.onnx.data").exists(),
+        "w is unused after folding: its file is not copied"
+    );
+    // It reads back through our loader with the same values.
+    let back = OnnxModel::load(&out).expect("reload");
+    let t = back
+        .graph
+        .g
+        .node_weights()
+        .find(|n| n.outputs.first().is_some_and(|v| v.name == "wc"))
+        .and_then(|n| n.constant())
+        .expect("wc constant");
+    assert_eq!(t.raw().expect("raw"), &want[..]);
+}
+
+/// Saving in place next to the input's own data file never overwrites a file the input uses.
+#[test]
+fn new_external_file_never_reuses_an_input_location() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let model = dir.path().join("external_data.onnx");
+    std::fs::copy(repo().join("models/external_data.onnx"), &model).expect("copy");
+    let data = dir.path().join("external_data.onnx.data");
+    std::fs::copy(repo().join("models/external_data.onnx.data"), &data).expect("copy");
+    let before = std::fs::read(&data).expect("read");
+    let st = slice_opt()
+        .arg(&model)
+        .arg("-o")
+        .arg(&model)
+        .arg("-q")
+        .status()
+        .expect("run");
+    assert!(st.success());
+    assert_eq!(
+        std::fs::read(&data).expect("read"),
+        before,
+        "input data untouched"
+    );
+    let m = decode(&model);
+    let loc = m
+        .graph
+        .as_ref()
+        .and_then(|g| g.initializer.iter().find(|t| t.name() == "wc"))
+        .and_then(|t| t.external_data.iter().find(|e| e.key() == "location"))
+        .map(|e| e.value().to_string());
+    assert_eq!(loc.as_deref(), Some("external_data.onnx.1.data"));
+}
+
 fn write_model(path: &Path, m: &ModelProto) {
     std::fs::write(path, m.encode_to_vec()).expect("write");
 }

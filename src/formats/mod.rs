@@ -142,26 +142,57 @@ pub fn detect_format(path: &Path) -> Result<Format> {
 /// leaves `path` as it was. Writing to the file being read (which may be memory-mapped) is safe,
 /// since the old file's data stays alive until unmapped.
 pub fn write_atomic(path: &Path, parts: &[&[u8]]) -> Result<()> {
+    write_atomic_with(path, |file| {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+        for p in parts {
+            w.write_all(p)?;
+        }
+        w.flush()
+    })
+}
+
+/// Like [`write_atomic`], with the contents written by `write` to the temporary file.
+pub fn write_atomic_with(
+    path: &Path,
+    write: impl FnOnce(&std::fs::File) -> std::io::Result<()>,
+) -> Result<()> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
     };
+    let tmp = temp_beside(path)?;
+    // On an error the temporary file is dropped, which deletes it.
+    write(tmp.as_file()).map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// A new temporary file in the directory of `path` (to be renamed over it once complete; it
+/// is deleted if dropped before that).
+pub fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let mut tmp = tempfile::Builder::new()
+    tempfile::Builder::new()
         .prefix(".slice-opt-")
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(io)?;
-    {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-        for p in parts {
-            w.write_all(p).map_err(io)?;
-        }
-        w.flush().map_err(io)?;
-    }
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+        .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Copies the file `from` to `to` atomically, file to file (`copy_file_range` on Linux: the
+/// data does not pass through this process's memory).
+pub fn copy_atomic(from: &Path, to: &Path) -> Result<()> {
+    let mut src = std::fs::File::open(from).map_err(|source| Error::Io {
+        path: from.to_path_buf(),
+        source,
+    })?;
+    write_atomic_with(to, |mut out| {
+        std::io::copy(&mut src, &mut out)?;
+        Ok(())
+    })
 }

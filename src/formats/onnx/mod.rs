@@ -8,6 +8,7 @@
 //! touched.
 
 mod tensor;
+pub mod write;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -42,6 +43,9 @@ pub struct OnnxModel {
     pub graph: Graph,
     /// Node count right after loading (to detect an untouched graph).
     loaded_nodes: usize,
+    /// The mapped files (model and external data) tensor bytes point into: saving copies
+    /// tensor data from them file to file.
+    sources: Vec<write::Source>,
 }
 
 fn fmt_err(path: &Path, message: impl Into<String>) -> Error {
@@ -91,12 +95,20 @@ pub fn opset_version(proto: &ModelProto, domain: &str) -> Option<i64> {
 impl OnnxModel {
     /// Loads `path`, memory-mapping it so tensor bytes stay in the map.
     pub fn load(path: &Path) -> Result<OnnxModel> {
-        let bytes = map_file(path)?;
-        Self::from_bytes(path, bytes)
+        let (bytes, file) = map_file_with_handle(path)?;
+        Self::decode(path, bytes, file)
     }
 
     /// Decodes a model already in memory; `path` is used for messages and external data.
     pub fn from_bytes(path: &Path, bytes: Bytes) -> Result<OnnxModel> {
+        Self::decode(path, bytes, None)
+    }
+
+    fn decode(path: &Path, bytes: Bytes, file: Option<std::fs::File>) -> Result<OnnxModel> {
+        let mut sources = vec![write::Source {
+            map: bytes.clone(),
+            file: file.map(std::sync::Arc::new),
+        }];
         let proto = ModelProto::decode(bytes)
             .map_err(|e| fmt_err(path, format!("not a valid ONNX model: {e}")))?;
         let Some(g) = proto.graph.as_ref() else {
@@ -105,11 +117,13 @@ impl OnnxModel {
         let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
         let graph = build_graph(path, g, &mut ext)?;
         let loaded_nodes = graph.g.node_count();
+        sources.extend(ext.into_sources());
         Ok(OnnxModel {
             path: path.to_path_buf(),
             proto,
             graph,
             loaded_nodes,
+            sources,
         })
     }
 
@@ -151,31 +165,122 @@ impl OnnxModel {
     /// IR even when nothing changed (nodes in stable topological order).
     pub fn rebuild_proto(&self) -> Result<ModelProto> {
         let mut out = self.proto.clone();
+        out.graph = Some(self.rebuilt_graph()?);
+        Ok(out)
+    }
+
+    /// The main graph rebuilt from the IR: the original record's fields the IR does not model,
+    /// with `node`, `initializer` and `value_info` rebuilt (tensor bytes are shared, not copied).
+    fn rebuilt_graph(&self) -> Result<GraphProto> {
         let orig = self
             .proto
             .graph
             .as_ref()
             .ok_or_else(|| fmt_err(&self.path, "no graph"))?;
-        let g = out
-            .graph
-            .as_mut()
-            .ok_or_else(|| fmt_err(&self.path, "no graph"))?;
-        rebuild_graph(&self.path, &self.graph, orig, g)?;
-        Ok(out)
+        let mut g = GraphProto {
+            node: Vec::new(),
+            name: orig.name.clone(),
+            initializer: Vec::new(),
+            sparse_initializer: orig.sparse_initializer.clone(),
+            doc_string: orig.doc_string.clone(),
+            input: orig.input.clone(),
+            output: orig.output.clone(),
+            value_info: Vec::new(),
+            quantization_annotation: orig.quantization_annotation.clone(),
+            metadata_props: orig.metadata_props.clone(),
+        };
+        rebuild_graph(&self.path, &self.graph, orig, &mut g)?;
+        Ok(g)
     }
 
     /// Saves to `path` atomically; external data files the model references are kept beside it
     /// (copied when `path` is in another directory).
+    ///
+    /// The protobuf is streamed to the file (the same bytes as `to_proto()?.encode_to_vec()`);
+    /// tensor bytes that lie in the input file or an external data file are copied file to file.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let proto = self.to_proto()?;
-        copy_external_files(&self.path, path, proto.graph.as_ref())?;
-        let bytes = proto.encode_to_vec();
-        crate::formats::write_atomic(path, &[&bytes])
+        let mut rebuilt = None;
+        if !self.is_untouched() {
+            rebuilt = Some(self.rebuilt_graph()?);
+        }
+        let mut data = None;
+        if let Some(g) = rebuilt.as_mut() {
+            data = self.externalize(g, path);
+        }
+        let graph = match &rebuilt {
+            Some(g) => Some(g),
+            None => self.proto.graph.as_ref(),
+        };
+        let new_location = data
+            .as_ref()
+            .and_then(|(p, _)| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned());
+        copy_external_files(&self.path, path, graph, new_location.as_deref())?;
+        let io = |p: &Path| {
+            let p = p.to_path_buf();
+            move |source| Error::Io { path: p, source }
+        };
+        // Both files are written to temporary files first and renamed into place only when
+        // both are complete: a failure leaves every existing file as it was.
+        let data_tmp = match &data {
+            Some((data_path, chunks)) => {
+                let tmp = crate::formats::temp_beside(data_path)?;
+                write::write_data_file(tmp.as_file(), chunks, &self.sources)
+                    .map_err(io(data_path))?;
+                Some((data_path, tmp))
+            }
+            None => None,
+        };
+        let tmp = crate::formats::temp_beside(path)?;
+        write::write_model(tmp.as_file(), &self.proto, graph, &self.sources).map_err(io(path))?;
+        if let Some((data_path, t)) = data_tmp {
+            t.persist(data_path).map_err(|e| io(data_path)(e.error))?;
+        }
+        tmp.persist(path).map_err(|e| io(path)(e.error))?;
+        Ok(())
+    }
+
+    /// Moves tensor bytes of the rebuilt graph `g` to a new external data file beside `path`
+    /// when the model needs one: computed initializers (folded constants) of at least
+    /// [`write::EXTERNAL_MIN`] bytes when the input model keeps its weights in external data,
+    /// and every initializer of that size when the model would pass the 2 GiB protobuf limit.
+    /// Returns the data file's path and its chunks, or `None` when everything stays inline.
+    fn externalize(&self, g: &mut GraphProto, path: &Path) -> Option<(PathBuf, Vec<(u64, Bytes)>)> {
+        let orig = self.proto.graph.as_ref()?;
+        let uses_external = orig.initializer.iter().any(|t| t.data_location == Some(1));
+        let rest = self.proto.encoded_len().saturating_sub(orig.encoded_len());
+        let too_big = (g.encoded_len() + rest) as u64 > write::PROTO_LIMIT;
+        if !uses_external && !too_big {
+            return None;
+        }
+        let mut taken: Vec<String> = Vec::new();
+        tensor::external_locations(orig, &mut taken);
+        let file_name = path.file_name()?.to_string_lossy().into_owned();
+        let location = std::iter::once(format!("{file_name}.data"))
+            .chain((1..).map(|k| format!("{file_name}.{k}.data")))
+            .find(|c| !taken.contains(c))?;
+        let sources = &self.sources;
+        let chunks = write::externalize(g, &location, |_, raw| {
+            too_big || !write::in_sources(raw, sources)
+        });
+        if chunks.is_empty() {
+            return None;
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        Some((dir.join(&location), chunks))
     }
 }
 
 /// Memory-maps a file as `Bytes` (an empty file becomes an empty buffer).
 pub fn map_file(path: &Path) -> Result<Bytes> {
+    map_file_with_handle(path).map(|(b, _)| b)
+}
+
+/// Memory-maps a file as `Bytes`, also returning the open file (`None` for an empty file).
+pub fn map_file_with_handle(path: &Path) -> Result<(Bytes, Option<std::fs::File>)> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -183,12 +288,12 @@ pub fn map_file(path: &Path) -> Result<Bytes> {
     let file = std::fs::File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
     if len == 0 {
-        return Ok(Bytes::new());
+        return Ok((Bytes::new(), None));
     }
     // SAFETY: the map is read-only; a file truncated under us by another process is outside
     // what any reader can defend against (documented in the README).
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    Ok(Bytes::from_owner(map))
+    Ok((Bytes::from_owner(map), Some(file)))
 }
 
 fn value_type_of(vi: &ValueInfoProto) -> ValueType {
@@ -781,7 +886,13 @@ fn rebuild_graph(
 
 /// Copies the external data files a model references to the directory of `to`, when that is
 /// not the directory they already are in.
-fn copy_external_files(from: &Path, to: &Path, g: Option<&GraphProto>) -> Result<()> {
+/// `skip` is a location written by this save, not copied.
+fn copy_external_files(
+    from: &Path,
+    to: &Path,
+    g: Option<&GraphProto>,
+    skip: Option<&str>,
+) -> Result<()> {
     let Some(g) = g else { return Ok(()) };
     let src_dir = from.parent().unwrap_or(Path::new(".")).to_path_buf();
     let dst_dir = to.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -807,11 +918,12 @@ fn copy_external_files(from: &Path, to: &Path, g: Option<&GraphProto>) -> Result
     tensor::external_locations(g, &mut files);
     files.sort();
     files.dedup();
+    files.retain(|f| Some(f.as_str()) != skip);
     for loc in files {
         let src = tensor::resolve_location(&src_dir, &loc).map_err(|m| fmt_err(from, m))?;
         let dst = tensor::resolve_location(&dst_dir, &loc).map_err(|m| fmt_err(to, m))?;
-        let data = map_file(&src)?;
-        crate::formats::write_atomic(&dst, &[&data])?;
+        // File to file: the data never passes through this process's memory.
+        crate::formats::copy_atomic(&src, &dst)?;
     }
     Ok(())
 }

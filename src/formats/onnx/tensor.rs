@@ -13,6 +13,7 @@ use crate::ir::{DType, Tensor, TensorData};
 pub struct ExternalFiles {
     dir: PathBuf,
     maps: HashMap<String, Bytes>,
+    sources: Vec<super::write::Source>,
 }
 
 impl ExternalFiles {
@@ -21,7 +22,13 @@ impl ExternalFiles {
         ExternalFiles {
             dir: dir.to_path_buf(),
             maps: HashMap::new(),
+            sources: Vec::new(),
         }
+    }
+
+    /// The mapped files with their open handles (for copying tensor bytes file to file).
+    pub fn into_sources(self) -> Vec<super::write::Source> {
+        self.sources
     }
 
     fn get(&mut self, location: &str) -> Result<Bytes, String> {
@@ -29,8 +36,12 @@ impl ExternalFiles {
             return Ok(b.clone());
         }
         let path = resolve_location(&self.dir, location)?;
-        let b = super::map_file(&path).map_err(|e| e.to_string())?;
+        let (b, file) = super::map_file_with_handle(&path).map_err(|e| e.to_string())?;
         self.maps.insert(location.to_string(), b.clone());
+        self.sources.push(super::write::Source {
+            map: b.clone(),
+            file: file.map(std::sync::Arc::new),
+        });
         Ok(b)
     }
 }
