@@ -22,7 +22,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         }
         NodeKind::Const(_) => false,
     };
-    let mut live = std::collections::HashSet::new();
+    let mut live = crate::ir::FastSet::default();
     let mut stack: Vec<_> = graph
         .g
         .node_indices()

@@ -10,7 +10,7 @@
 mod tensor;
 pub mod write;
 
-use std::collections::{HashMap, HashSet};
+use crate::ir::{FastMap as HashMap, FastSet as HashSet};
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -19,7 +19,7 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::ir::{
-    Attr, DeclaredDim, Graph, Node, NodeKind, Origin, OutletId, Tensor, ValueType, Wire,
+    Attr, DeclaredDim, FastMap, Graph, Node, NodeKind, Origin, OutletId, Tensor, ValueType, Wire,
 };
 
 pub use tensor::{tensor_from_proto, tensor_to_proto, ExternalFiles};
@@ -31,6 +31,8 @@ pub mod proto {
 }
 
 use proto::{attribute_proto::AttributeType, GraphProto, ModelProto, NodeProto, ValueInfoProto};
+use std::borrow::Cow;
+use write::GraphOut;
 
 /// A loaded ONNX model.
 #[derive(Debug, Clone)]
@@ -172,25 +174,18 @@ impl OnnxModel {
     /// The main graph rebuilt from the IR: the original record's fields the IR does not model,
     /// with `node`, `initializer` and `value_info` rebuilt (tensor bytes are shared, not copied).
     fn rebuilt_graph(&self) -> Result<GraphProto> {
+        Ok(self.rebuilt_parts()?.into_proto())
+    }
+
+    /// The rebuilt graph as parts borrowing every record no pass changed (nothing is cloned
+    /// for an untouched node, initializer or value_info entry).
+    fn rebuilt_parts(&self) -> Result<GraphOut<'_>> {
         let orig = self
             .proto
             .graph
             .as_ref()
             .ok_or_else(|| fmt_err(&self.path, "no graph"))?;
-        let mut g = GraphProto {
-            node: Vec::new(),
-            name: orig.name.clone(),
-            initializer: Vec::new(),
-            sparse_initializer: orig.sparse_initializer.clone(),
-            doc_string: orig.doc_string.clone(),
-            input: orig.input.clone(),
-            output: orig.output.clone(),
-            value_info: Vec::new(),
-            quantization_annotation: orig.quantization_annotation.clone(),
-            metadata_props: orig.metadata_props.clone(),
-        };
-        rebuild_graph(&self.path, &self.graph, orig, &mut g)?;
-        Ok(g)
+        rebuild_graph(&self.path, &self.graph, orig)
     }
 
     /// Saves to `path` atomically; external data files the model references are kept beside it
@@ -199,18 +194,16 @@ impl OnnxModel {
     /// The protobuf is streamed to the file (the same bytes as `to_proto()?.encode_to_vec()`);
     /// tensor bytes that lie in the input file or an external data file are copied file to file.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let mut rebuilt = None;
-        if !self.is_untouched() {
-            rebuilt = Some(self.rebuilt_graph()?);
-        }
+        let mut graph = match self.proto.graph.as_ref() {
+            None => None,
+            Some(g) if self.is_untouched() => Some(GraphOut::untouched(g)),
+            Some(_) => Some(self.rebuilt_parts()?),
+        };
         let mut data = None;
-        if let Some(g) = rebuilt.as_mut() {
+        if let (Some(g), false) = (graph.as_mut(), self.is_untouched()) {
             data = self.externalize(g, path);
         }
-        let graph = match &rebuilt {
-            Some(g) => Some(g),
-            None => self.proto.graph.as_ref(),
-        };
+        let graph = graph.as_ref();
         let new_location = data
             .as_ref()
             .and_then(|(p, _)| p.file_name())
@@ -245,7 +238,11 @@ impl OnnxModel {
     /// [`write::EXTERNAL_MIN`] bytes when the input model keeps its weights in external data,
     /// and every initializer of that size when the model would pass the 2 GiB protobuf limit.
     /// Returns the data file's path and its chunks, or `None` when everything stays inline.
-    fn externalize(&self, g: &mut GraphProto, path: &Path) -> Option<(PathBuf, Vec<(u64, Bytes)>)> {
+    fn externalize(
+        &self,
+        g: &mut GraphOut<'_>,
+        path: &Path,
+    ) -> Option<(PathBuf, Vec<(u64, Bytes)>)> {
         let orig = self.proto.graph.as_ref()?;
         let uses_external = orig.initializer.iter().any(|t| t.data_location == Some(1));
         let rest = self.proto.encoded_len().saturating_sub(orig.encoded_len());
@@ -340,7 +337,7 @@ fn convert_attr(a: &proto::AttributeProto) -> Attr {
 
 /// Names a subgraph reads from enclosing scopes (recursively through nested subgraphs).
 fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
-    let mut defined: HashSet<&str> = HashSet::new();
+    let mut defined: HashSet<&str> = HashSet::default();
     for i in &g.input {
         defined.insert(i.name());
     }
@@ -357,7 +354,7 @@ fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
             defined.insert(o);
         }
     }
-    let mut used: HashSet<String> = HashSet::new();
+    let mut used: HashSet<String> = HashSet::default();
     for n in &g.node {
         for i in &n.input {
             if !i.is_empty() {
@@ -365,7 +362,7 @@ fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
             }
         }
         for a in &n.attribute {
-            let mut inner = HashSet::new();
+            let mut inner = HashSet::default();
             for sg in a.g.iter().chain(a.graphs.iter()) {
                 free_names(sg, &mut inner);
             }
@@ -382,10 +379,17 @@ fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
     }
 }
 
-fn build_graph(path: &Path, g: &GraphProto, ext: &mut ExternalFiles) -> Result<Graph> {
+fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> Result<Graph> {
     let mut graph = Graph::new();
-    let mut producers: HashMap<String, OutletId> = HashMap::new();
-    let mut types: HashMap<&str, ValueType> = HashMap::new();
+    let defined = g.input.len()
+        + g.initializer.len()
+        + g.sparse_initializer.len()
+        + g.node.iter().map(|n| n.output.len()).sum::<usize>();
+    graph.reserve_names(defined);
+    let mut producers: FastMap<&str, OutletId> = FastMap::default();
+    producers.reserve(defined);
+    let mut types: FastMap<&str, ValueType> = FastMap::default();
+    types.reserve(g.value_info.len() + g.input.len() + g.output.len());
     for vi in g
         .value_info
         .iter()
@@ -395,15 +399,14 @@ fn build_graph(path: &Path, g: &GraphProto, ext: &mut ExternalFiles) -> Result<G
         types.insert(vi.name(), value_type_of(vi));
     }
     let define = |graph: &mut Graph,
-                  producers: &mut HashMap<String, OutletId>,
-                  name: &str,
+                  producers: &mut FastMap<&'g str, OutletId>,
+                  name: &'g str,
                   outlet: OutletId| {
         if !name.is_empty() {
             graph.reserve_name(name);
-            producers.insert(name.to_string(), outlet);
+            producers.insert(name, outlet);
         }
     };
-    let init_names: HashSet<&str> = g.initializer.iter().map(|t| t.name()).collect();
     // Initializers that are also graph inputs may be overridden at run time: they are inputs.
     for (i, vi) in g.input.iter().enumerate() {
         let mut node = Node::op(vi.name(), "", "");
@@ -483,7 +486,6 @@ fn build_graph(path: &Path, g: &GraphProto, ext: &mut ExternalFiles) -> Result<G
             OutletId { node: ix, port: 0 },
         );
     }
-    let _ = init_names;
     // Nodes: create all first (they need not be in topological order), then wire.
     let mut node_ix = Vec::with_capacity(g.node.len());
     for (i, n) in g.node.iter().enumerate() {
@@ -516,7 +518,7 @@ fn build_graph(path: &Path, g: &GraphProto, ext: &mut ExternalFiles) -> Result<G
             if o.is_empty() {
                 continue;
             }
-            if producers.contains_key(o) {
+            if producers.contains_key(o.as_str()) {
                 return Err(node_err(
                     path,
                     n,
@@ -539,7 +541,7 @@ fn build_graph(path: &Path, g: &GraphProto, ext: &mut ExternalFiles) -> Result<G
             if name.is_empty() {
                 continue;
             }
-            let Some(&src) = producers.get(name) else {
+            let Some(&src) = producers.get(name.as_str()) else {
                 return Err(node_err(
                     path,
                     n,
@@ -551,7 +553,7 @@ fn build_graph(path: &Path, g: &GraphProto, ext: &mut ExternalFiles) -> Result<G
             };
             graph.connect(src, ix, p);
         }
-        let mut captured = HashSet::new();
+        let mut captured = HashSet::default();
         for a in &n.attribute {
             for sg in a.g.iter().chain(a.graphs.iter()) {
                 free_names(sg, &mut captured);
@@ -560,7 +562,7 @@ fn build_graph(path: &Path, g: &GraphProto, ext: &mut ExternalFiles) -> Result<G
         let mut captured: Vec<String> = captured.into_iter().collect();
         captured.sort();
         for name in captured {
-            let Some(&src) = producers.get(&name) else {
+            let Some(&src) = producers.get(name.as_str()) else {
                 return Err(node_err(
                     path,
                     n,
@@ -657,15 +659,22 @@ fn value_info_proto(name: &str, ty: &ValueType, base: Option<&ValueInfoProto>) -
     vi
 }
 
-fn rebuild_node(path: &Path, graph: &Graph, ix: NodeIndex, orig: &GraphProto) -> Result<NodeProto> {
+fn rebuild_node<'a>(
+    path: &Path,
+    graph: &Graph,
+    ix: NodeIndex,
+    orig: &'a GraphProto,
+) -> Result<Cow<'a, NodeProto>> {
     let n = graph.node(ix);
+    if let Origin::OnnxNode(i) = n.origin {
+        if let (false, Some(np)) = (n.dirty, orig.node.get(i)) {
+            return Ok(Cow::Borrowed(np));
+        }
+    }
     let mut np = match n.origin {
         Origin::OnnxNode(i) => orig.node.get(i).cloned().unwrap_or_default(),
         _ => NodeProto::default(),
     };
-    if !n.dirty && matches!(n.origin, Origin::OnnxNode(_)) {
-        return Ok(np);
-    }
     np.name = if n.name.is_empty() {
         None
     } else {
@@ -754,19 +763,21 @@ fn rebuild_node(path: &Path, graph: &Graph, ix: NodeIndex, orig: &GraphProto) ->
         np.attribute.push(a);
     }
     let _ = path;
-    Ok(np)
+    Ok(Cow::Owned(np))
 }
 
-fn rebuild_graph(
-    path: &Path,
-    graph: &Graph,
-    orig: &GraphProto,
-    out: &mut GraphProto,
-) -> Result<()> {
+fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result<GraphOut<'a>> {
     let order = graph.topo_order().map_err(|c| Error::cycle(path, c))?;
-    out.node.clear();
-    let mut inits: Vec<(u64, proto::TensorProto)> = Vec::new();
-    let mut extra_identity: Vec<NodeProto> = Vec::new();
+    let mut out = GraphOut {
+        base: orig,
+        node: Vec::with_capacity(orig.node.len()),
+        initializer: Vec::new(),
+        value_info: Vec::new(),
+        output: orig.output.iter().map(Cow::Borrowed).collect(),
+    };
+    let mut inits: Vec<(u64, Cow<'a, proto::TensorProto>)> =
+        Vec::with_capacity(orig.initializer.len());
+    let mut extra_identity: Vec<Cow<'a, NodeProto>> = Vec::new();
     for &ix in &order {
         let n = graph.node(ix);
         match (&n.kind, n.origin) {
@@ -779,24 +790,20 @@ fn rebuild_graph(
                         .map(|v| v.name.as_str())
                         .unwrap_or_default();
                     if produced != n.name {
-                        extra_identity.push(NodeProto {
+                        extra_identity.push(Cow::Owned(NodeProto {
                             input: vec![produced.to_string()],
                             output: vec![n.name.clone()],
                             name: Some(format!("{}_identity", n.name)),
                             op_type: Some("Identity".into()),
                             ..Default::default()
-                        });
+                        }));
                     }
                 }
             }
             (NodeKind::Const(t), Origin::OnnxInitializer(i)) => {
-                let rec = if n.dirty {
-                    tensor_to_proto(t, &n.outputs[0].name)
-                } else {
-                    orig.initializer
-                        .get(i)
-                        .cloned()
-                        .unwrap_or_else(|| tensor_to_proto(t, &n.outputs[0].name))
+                let rec = match (n.dirty, orig.initializer.get(i)) {
+                    (false, Some(t)) => Cow::Borrowed(t),
+                    _ => Cow::Owned(tensor_to_proto(t, &n.outputs[0].name)),
                 };
                 inits.push((i as u64, rec));
             }
@@ -806,20 +813,20 @@ fn rebuild_graph(
                     .first()
                     .map(|v| v.name.as_str())
                     .unwrap_or(&n.name);
-                inits.push((u64::MAX, tensor_to_proto(t, name)));
+                inits.push((u64::MAX, Cow::Owned(tensor_to_proto(t, name))));
             }
             _ => out.node.push(rebuild_node(path, graph, ix, orig)?),
         }
     }
     out.node.extend(extra_identity);
     // Initializers: originals in their original order (shadowed ones included), then new ones.
-    let shadowed: Vec<(u64, proto::TensorProto)> = {
+    let shadowed: Vec<(u64, Cow<'a, proto::TensorProto>)> = {
         let inputs: HashSet<&str> = orig.input.iter().map(|i| i.name()).collect();
         orig.initializer
             .iter()
             .enumerate()
             .filter(|(_, t)| inputs.contains(t.name()))
-            .map(|(i, t)| (i as u64, t.clone()))
+            .map(|(i, t)| (i as u64, Cow::Borrowed(t)))
             .collect()
     };
     inits.extend(shadowed);
@@ -827,7 +834,7 @@ fn rebuild_graph(
     out.initializer = inits.into_iter().map(|(_, t)| t).collect();
     // value_info: originals of values that still exist, updated where a pass changed the type;
     // then new entries for values whose type a pass set.
-    let mut live: HashMap<&str, (&crate::ir::Value, NodeIndex)> = HashMap::new();
+    let mut live: HashMap<&str, (&crate::ir::Value, NodeIndex)> = HashMap::default();
     for ix in graph.g.node_indices() {
         let n = graph.node(ix);
         if matches!(n.kind, NodeKind::Op | NodeKind::Const(_)) {
@@ -842,16 +849,15 @@ fn rebuild_graph(
         .chain(orig.output.iter())
         .map(|v| v.name())
         .collect();
-    let mut seen: HashSet<String> = HashSet::new();
-    out.value_info.clear();
+    let mut seen: HashSet<&str> = HashSet::default();
     for vi in &orig.value_info {
         if let Some((v, _)) = live.get(vi.name()) {
-            seen.insert(vi.name().to_string());
+            seen.insert(vi.name());
             if v.ty_changed {
                 out.value_info
-                    .push(value_info_proto(vi.name(), &v.ty, Some(vi)));
+                    .push(Cow::Owned(value_info_proto(vi.name(), &v.ty, Some(vi))));
             } else {
-                out.value_info.push(vi.clone());
+                out.value_info.push(Cow::Borrowed(vi));
             }
         }
     }
@@ -865,11 +871,12 @@ fn rebuild_graph(
             if v.ty_changed
                 && v.ty.dtype.is_some()
                 && !v.name.is_empty()
-                && !seen.contains(&v.name)
+                && !seen.contains(v.name.as_str())
                 && !io_names.contains(v.name.as_str())
             {
-                seen.insert(v.name.clone());
-                out.value_info.push(value_info_proto(&v.name, &v.ty, None));
+                seen.insert(v.name.as_str());
+                out.value_info
+                    .push(Cow::Owned(value_info_proto(&v.name, &v.ty, None)));
             }
         }
     }
@@ -877,11 +884,12 @@ fn rebuild_graph(
     for o in out.output.iter_mut() {
         if let Some((v, _)) = live.get(o.name()) {
             if v.ty_changed {
-                *o = value_info_proto(o.name(), &v.ty, Some(o));
+                let updated = value_info_proto(o.name(), &v.ty, Some(o));
+                *o = Cow::Owned(updated);
             }
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// Copies the external data files a model references to the directory of `to`, when that is
@@ -890,7 +898,7 @@ fn rebuild_graph(
 fn copy_external_files(
     from: &Path,
     to: &Path,
-    g: Option<&GraphProto>,
+    g: Option<&GraphOut<'_>>,
     skip: Option<&str>,
 ) -> Result<()> {
     let Some(g) = g else { return Ok(()) };
@@ -915,7 +923,7 @@ fn copy_external_files(
         return Ok(());
     }
     let mut files: Vec<String> = Vec::new();
-    tensor::external_locations(g, &mut files);
+    g.external_locations(&mut files);
     files.sort();
     files.dedup();
     files.retain(|f| Some(f.as_str()) != skip);

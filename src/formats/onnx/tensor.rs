@@ -58,27 +58,36 @@ pub fn resolve_location(dir: &Path, location: &str) -> Result<PathBuf, String> {
     Ok(dir.join(p))
 }
 
+/// The external-data `location` of a tensor stored outside the model file.
+pub fn tensor_location(t: &TensorProto) -> Option<&str> {
+    if t.data_location != Some(1) {
+        return None;
+    }
+    t.external_data
+        .iter()
+        .find(|e| e.key() == "location")
+        .map(|e| e.value())
+}
+
+/// Every external-data `location` in a node's tensor attributes and subgraphs.
+pub fn node_external_locations(n: &proto::NodeProto, out: &mut Vec<String>) {
+    for a in &n.attribute {
+        for t in a.t.iter().chain(a.tensors.iter()) {
+            out.extend(tensor_location(t).map(str::to_string));
+        }
+        for sg in a.g.iter().chain(a.graphs.iter()) {
+            external_locations(sg, out);
+        }
+    }
+}
+
 /// Every external-data `location` in a graph and its subgraphs.
 pub fn external_locations(g: &GraphProto, out: &mut Vec<String>) {
-    fn visit(t: &TensorProto, out: &mut Vec<String>) {
-        if t.data_location == Some(1) {
-            if let Some(e) = t.external_data.iter().find(|e| e.key() == "location") {
-                out.push(e.value().to_string());
-            }
-        }
-    }
     for t in &g.initializer {
-        visit(t, out);
+        out.extend(tensor_location(t).map(str::to_string));
     }
     for n in &g.node {
-        for a in &n.attribute {
-            for t in a.t.iter().chain(a.tensors.iter()) {
-                visit(t, out);
-            }
-            for sg in a.g.iter().chain(a.graphs.iter()) {
-                external_locations(sg, out);
-            }
-        }
+        node_external_locations(n, out);
     }
 }
 

@@ -15,7 +15,9 @@ use bytes::Bytes;
 use prost::encoding::{self, encode_key, encode_varint, WireType};
 use prost::Message;
 
-use super::proto::{GraphProto, ModelProto, TensorProto};
+use std::borrow::Cow;
+
+use super::proto::{GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto};
 
 /// Byte fields at least this long are written outside the buffer (and copied file to file when
 /// they lie in a mapped file).
@@ -30,6 +32,88 @@ pub struct Source {
     pub map: Bytes,
     /// The mapped file (the same inode the map was made from).
     pub file: Option<Arc<File>>,
+}
+
+/// A graph to write: the original record for the fields no pass rebuilds, and the rebuilt
+/// lists, each entry borrowed from the original record unless a pass changed it.
+#[derive(Debug, Clone)]
+pub struct GraphOut<'a> {
+    /// The original graph record (name, doc string, inputs, sparse initializers,
+    /// quantization annotations and metadata are written from it).
+    pub base: &'a GraphProto,
+    /// Nodes in the order to write.
+    pub node: Vec<Cow<'a, NodeProto>>,
+    /// Initializers in the order to write.
+    pub initializer: Vec<Cow<'a, TensorProto>>,
+    /// `value_info` entries.
+    pub value_info: Vec<Cow<'a, ValueInfoProto>>,
+    /// Graph outputs (a pass may refine their types).
+    pub output: Vec<Cow<'a, ValueInfoProto>>,
+}
+
+impl<'a> GraphOut<'a> {
+    /// The graph `g` as it is.
+    pub fn untouched(g: &'a GraphProto) -> GraphOut<'a> {
+        GraphOut {
+            base: g,
+            node: g.node.iter().map(Cow::Borrowed).collect(),
+            initializer: g.initializer.iter().map(Cow::Borrowed).collect(),
+            value_info: g.value_info.iter().map(Cow::Borrowed).collect(),
+            output: g.output.iter().map(Cow::Borrowed).collect(),
+        }
+    }
+
+    /// As an owned record.
+    pub fn into_proto(self) -> GraphProto {
+        fn own<M: Clone>(v: Vec<Cow<'_, M>>) -> Vec<M> {
+            v.into_iter().map(Cow::into_owned).collect()
+        }
+        GraphProto {
+            node: own(self.node),
+            name: self.base.name.clone(),
+            initializer: own(self.initializer),
+            sparse_initializer: self.base.sparse_initializer.clone(),
+            doc_string: self.base.doc_string.clone(),
+            input: self.base.input.clone(),
+            output: own(self.output),
+            value_info: own(self.value_info),
+            quantization_annotation: self.base.quantization_annotation.clone(),
+            metadata_props: self.base.metadata_props.clone(),
+        }
+    }
+
+    /// The length of the encoded graph message (without its own tag and length).
+    pub fn encoded_len(&self) -> usize {
+        use encoding::{message, string};
+        fn msgs<M: Message + Clone>(tag: u32, v: &[Cow<'_, M>]) -> usize {
+            v.iter()
+                .map(|m| message::encoded_len(tag, m.as_ref()))
+                .sum()
+        }
+        let b = self.base;
+        msgs(1, &self.node)
+            + b.name.as_ref().map_or(0, |v| string::encoded_len(2, v))
+            + msgs(5, &self.initializer)
+            + b.doc_string
+                .as_ref()
+                .map_or(0, |v| string::encoded_len(10, v))
+            + message::encoded_len_repeated(11, &b.input)
+            + msgs(12, &self.output)
+            + msgs(13, &self.value_info)
+            + message::encoded_len_repeated(14, &b.quantization_annotation)
+            + message::encoded_len_repeated(15, &b.sparse_initializer)
+            + message::encoded_len_repeated(16, &b.metadata_props)
+    }
+
+    /// Every external-data `location` the graph refers to (subgraphs included).
+    pub fn external_locations(&self, out: &mut Vec<String>) {
+        for t in &self.initializer {
+            out.extend(super::tensor::tensor_location(t).map(str::to_string));
+        }
+        for n in &self.node {
+            super::tensor::node_external_locations(n, out);
+        }
+    }
 }
 
 struct StreamWriter<'a> {
@@ -146,28 +230,37 @@ impl StreamWriter<'_> {
         self.maybe_flush()
     }
 
-    fn graph(&mut self, g: &GraphProto) -> io::Result<()> {
+    fn cow_messages<M: Message + Clone>(&mut self, tag: u32, ms: &[Cow<'_, M>]) -> io::Result<()> {
+        for m in ms {
+            encoding::message::encode(tag, m.as_ref(), &mut self.buf);
+            self.maybe_flush()?;
+        }
+        Ok(())
+    }
+
+    fn graph(&mut self, g: &GraphOut<'_>) -> io::Result<()> {
         use encoding::string;
-        self.messages(1, &g.node)?;
-        if let Some(v) = &g.name {
+        let b = g.base;
+        self.cow_messages(1, &g.node)?;
+        if let Some(v) = &b.name {
             string::encode(2, v, &mut self.buf);
         }
         for t in &g.initializer {
             self.message_header(5, t.encoded_len());
             self.tensor(t)?;
         }
-        if let Some(v) = &g.doc_string {
+        if let Some(v) = &b.doc_string {
             string::encode(10, v, &mut self.buf);
         }
-        self.messages(11, &g.input)?;
-        self.messages(12, &g.output)?;
-        self.messages(13, &g.value_info)?;
-        self.messages(14, &g.quantization_annotation)?;
-        self.messages(15, &g.sparse_initializer)?;
-        self.messages(16, &g.metadata_props)
+        self.messages(11, &b.input)?;
+        self.cow_messages(12, &g.output)?;
+        self.cow_messages(13, &g.value_info)?;
+        self.messages(14, &b.quantization_annotation)?;
+        self.messages(15, &b.sparse_initializer)?;
+        self.messages(16, &b.metadata_props)
     }
 
-    fn model(&mut self, m: &ModelProto, graph: Option<&GraphProto>) -> io::Result<()> {
+    fn model(&mut self, m: &ModelProto, graph: Option<&GraphOut<'_>>) -> io::Result<()> {
         use encoding::{int64, string};
         let b = &mut self.buf;
         if let Some(v) = &m.ir_version {
@@ -207,7 +300,7 @@ impl StreamWriter<'_> {
 pub fn write_model(
     out: &File,
     m: &ModelProto,
-    graph: Option<&GraphProto>,
+    graph: Option<&GraphOut<'_>>,
     sources: &[Source],
 ) -> io::Result<()> {
     let mut w = StreamWriter {
@@ -246,7 +339,7 @@ pub fn in_sources(b: &Bytes, sources: &[Source]) -> bool {
 /// `data_location = EXTERNAL` with location/offset/length entries, and its bytes are returned
 /// in file order with their offsets.
 pub fn externalize(
-    g: &mut GraphProto,
+    g: &mut GraphOut<'_>,
     location: &str,
     mut pick: impl FnMut(&TensorProto, &Bytes) -> bool,
 ) -> Vec<(u64, Bytes)> {
@@ -260,6 +353,7 @@ pub fn externalize(
         if raw.len() < EXTERNAL_MIN || t.data_location == Some(1) || !pick(t, raw) {
             continue;
         }
+        let t = t.to_mut();
         let Some(raw) = t.raw_data.take() else {
             continue;
         };
@@ -304,7 +398,8 @@ pub fn write_data_file(out: &File, chunks: &[(u64, Bytes)], sources: &[Source]) 
 /// The byte-level writer as a `Vec` (tests): what [`write_model`] writes.
 pub fn encode_streamed(m: &ModelProto, sources: &[Source]) -> io::Result<Vec<u8>> {
     let mut f = tempfile::tempfile()?;
-    write_model(&f, m, m.graph.as_ref(), sources)?;
+    let g = m.graph.as_ref().map(GraphOut::untouched);
+    write_model(&f, m, g.as_ref(), sources)?;
     let mut v = Vec::new();
     f.seek(SeekFrom::Start(0))?;
     f.read_to_end(&mut v)?;
