@@ -281,6 +281,18 @@ impl Graph {
         Graph::default()
     }
 
+    /// An empty graph with room for `nodes` nodes, `edges` edges and `nodes` names (loaders
+    /// that know the sizes: growing a graph of a million nodes by doubling costs more than
+    /// building it).
+    pub fn with_capacity(nodes: usize, edges: usize) -> Graph {
+        let mut g = Graph {
+            g: StableDiGraph::with_capacity(nodes, edges),
+            ..Graph::default()
+        };
+        g.names.reserve(nodes);
+        g
+    }
+
     /// Records `name` as used by a value or node, so [`Graph::unique_name`] avoids it.
     pub fn reserve_name(&mut self, name: &str) {
         if !self.names.contains(name) {

@@ -380,11 +380,19 @@ fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
 }
 
 fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> Result<Graph> {
-    let mut graph = Graph::new();
     let defined = g.input.len()
         + g.initializer.len()
         + g.sparse_initializer.len()
         + g.node.iter().map(|n| n.output.len()).sum::<usize>();
+    let nodes = g.input.len()
+        + g.initializer.len()
+        + g.sparse_initializer.len()
+        + g.node.len()
+        + g.output.len();
+    let edges = g.node.iter().map(|n| n.input.len()).sum::<usize>() + g.output.len();
+    // Headroom for what passes add (folded constants, lowered nodes): the first node added
+    // past the capacity would copy the whole node array.
+    let mut graph = Graph::with_capacity(nodes + nodes / 4 + 16, edges + edges / 4 + 16);
     graph.reserve_names(defined);
     let mut producers: FastMap<&str, OutletId> = FastMap::default();
     producers.reserve(defined);
