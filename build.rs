@@ -7,6 +7,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let fds = protox::compile(["onnx.proto"], ["proto"])?;
     let mut config = prost_build::Config::new();
     config.bytes(["."]);
+    // An attribute holds at most one of these; inline they made every AttributeProto 1.7 KB
+    // (a model with a few attributes per node spent most of its memory on empty slots).
+    for field in ["t", "g", "sparse_tensor", "tp"] {
+        config.boxed(format!(".onnx.AttributeProto.{field}"));
+    }
     config.compile_fds(fds)?;
     Ok(())
 }

@@ -98,7 +98,7 @@ fn a_slice_feeding_only_a_subgraph_survives_cleanup() {
     };
     let graph_attr = |name: &str, g: proto::GraphProto| proto::AttributeProto {
         name: Some(name.into()),
-        g: Some(g),
+        g: Some(Box::new(g)),
         r#type: Some(proto::attribute_proto::AttributeType::Graph as i32),
         ..Default::default()
     };

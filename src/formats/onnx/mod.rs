@@ -363,7 +363,7 @@ fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
         }
         for a in &n.attribute {
             let mut inner = HashSet::default();
-            for sg in a.g.iter().chain(a.graphs.iter()) {
+            for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
                 free_names(sg, &mut inner);
             }
             used.extend(inner);
@@ -563,7 +563,7 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
         }
         let mut captured = HashSet::default();
         for a in &n.attribute {
-            for sg in a.g.iter().chain(a.graphs.iter()) {
+            for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
                 free_names(sg, &mut captured);
             }
         }
@@ -754,7 +754,7 @@ fn rebuild_node<'a>(
                 a.set_type(AttributeType::Strings);
             }
             Attr::Tensor(t) => {
-                a.t = Some(tensor_to_proto(t, name));
+                a.t = Some(Box::new(tensor_to_proto(t, name)));
                 a.set_type(AttributeType::Tensor);
             }
             Attr::Opaque => match prev {

@@ -72,10 +72,10 @@ pub fn tensor_location(t: &TensorProto) -> Option<&str> {
 /// Every external-data `location` in a node's tensor attributes and subgraphs.
 pub fn node_external_locations(n: &proto::NodeProto, out: &mut Vec<String>) {
     for a in &n.attribute {
-        for t in a.t.iter().chain(a.tensors.iter()) {
+        for t in a.t.as_deref().into_iter().chain(a.tensors.iter()) {
             out.extend(tensor_location(t).map(str::to_string));
         }
-        for sg in a.g.iter().chain(a.graphs.iter()) {
+        for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
             external_locations(sg, out);
         }
     }
