@@ -366,10 +366,16 @@ impl OvModel {
             .child("layers")
             .ok_or_else(|| fmt_err(path, "<net> has no <layers>: not OpenVINO IR"))?;
 
-        let mut graph = Graph::new();
-        let mut records: Vec<LayerRecord> = Vec::new();
-        let mut by_id: HashMap<i64, (usize, NodeIndex)> = HashMap::new();
-        let mut elements: Vec<&Element> = Vec::new();
+        // Sized up front (with headroom for nodes passes add): growing the arrays of a
+        // 600,000-layer model by doubling cost more than filling them.
+        let n_layers = layers_el.elements().filter(|e| e.name == "layer").count();
+        let n_edges = net.child("edges").map_or(0, |e| e.elements().count());
+        let mut graph =
+            Graph::with_capacity(n_layers + n_layers / 4 + 16, n_edges + n_edges / 4 + 16);
+        let mut records: Vec<LayerRecord> = Vec::with_capacity(n_layers);
+        let mut by_id: crate::ir::FastMap<i64, (usize, NodeIndex)> = crate::ir::FastMap::default();
+        by_id.reserve(n_layers);
+        let mut elements: Vec<&Element> = Vec::with_capacity(n_layers);
         for (i, el) in layers_el
             .elements()
             .filter(|e| e.name == "layer")
@@ -381,11 +387,14 @@ impl OvModel {
             let input_ports = port_ids(path, el, "input")?;
             let output_ports = port_ids(path, el, "output")?;
             {
-                let mut seen = HashSet::new();
-                for p in input_ports.iter().chain(output_ports.iter()) {
-                    if !seen.insert(*p) {
-                        return Err(layer_err(path, el, format!("port id {p} is used twice")));
-                    }
+                let mut ids: Vec<i64> = input_ports.iter().chain(&output_ports).copied().collect();
+                ids.sort_unstable();
+                if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+                    return Err(layer_err(
+                        path,
+                        el,
+                        format!("port id {} is used twice", w[0]),
+                    ));
                 }
             }
             let mut node = Node::op(
@@ -564,7 +573,7 @@ type PortRef = (NodeIndex, usize, i64);
 fn resolve_edge(
     path: &Path,
     e: &Element,
-    by_id: &HashMap<i64, (usize, NodeIndex)>,
+    by_id: &crate::ir::FastMap<i64, (usize, NodeIndex)>,
     records: &[LayerRecord],
     elements: &[&Element],
 ) -> Result<(PortRef, PortRef)> {
@@ -940,7 +949,7 @@ impl<'a> Writer<'a> {
 
         // <layers>
         let old_layers = match net.children.get(li) {
-            Some(XmlNode::Element(e)) => e.clone(),
+            Some(XmlNode::Element(e)) => (**e).clone(),
             _ => return Err(fmt_err(&m.path, "<net> has no <layers>")),
         };
         let mut layers = Element {
@@ -965,7 +974,7 @@ impl<'a> Writer<'a> {
                                     }
                                 }
                             }
-                            layers.children.push(XmlNode::Element(rebuilt));
+                            layers.children.push(XmlNode::element(rebuilt));
                         }
                         Some(_) => {
                             let mut el = el;
@@ -988,7 +997,7 @@ impl<'a> Writer<'a> {
             let el = self.layer_element(ix, None, &placed, 2)?;
             append_child(&mut layers, el, 2, &self.unit);
         }
-        net.children[li] = XmlNode::Element(layers);
+        net.children[li] = XmlNode::element(layers);
 
         // <edges>: keep the original edge elements whose graph edge still exists.
         let mut covered: HashSet<EdgeIndex> = HashSet::new();
@@ -1020,14 +1029,14 @@ impl<'a> Writer<'a> {
             None => {
                 // A graph without edges may omit <edges>: add one after <layers>.
                 let el = Element::new("edges");
-                net.children.insert(li + 1, XmlNode::Element(el));
+                net.children.insert(li + 1, XmlNode::element(el));
                 net.children
                     .insert(li + 1, XmlNode::Text(format!("\n{}", self.unit)));
                 li + 2
             }
         };
         let old_edges = match net.children.get(ei) {
-            Some(XmlNode::Element(e)) => e.clone(),
+            Some(XmlNode::Element(e)) => (**e).clone(),
             _ => Element::new("edges"),
         };
         let mut edges = Element {
@@ -1089,7 +1098,7 @@ impl<'a> Writer<'a> {
             ];
             append_child(&mut edges, el, 2, &self.unit);
         }
-        net.children[ei] = XmlNode::Element(edges);
+        net.children[ei] = XmlNode::element(edges);
         Ok(doc)
     }
 
@@ -1179,7 +1188,7 @@ impl<'a> Writer<'a> {
             None if !data_attrs.is_empty() => {
                 let mut d = Element::new("data");
                 d.attrs = data_attrs;
-                el.children.insert(0, XmlNode::Element(d));
+                el.children.insert(0, XmlNode::element(d));
             }
             None => {}
         }
@@ -1274,7 +1283,7 @@ fn set_ports(
         Some(XmlNode::Element(e)) => Element {
             children: Vec::new(),
             span: None,
-            ..e.clone()
+            ..(**e).clone()
         },
         _ => Element::new(group),
     };
@@ -1303,7 +1312,7 @@ fn set_ports(
                 .map(|d| {
                     let mut de = Element::new("dim");
                     de.children.push(XmlNode::Text(format_dim(d)));
-                    XmlNode::Element(de)
+                    XmlNode::element(de)
                 })
                 .collect();
             let same = {
@@ -1328,17 +1337,17 @@ fn set_ports(
         if pe.attrs == before.attrs && pe.children == before.children {
             pe.span = before.span;
         }
-        ge.children.push(XmlNode::Element(pe));
+        ge.children.push(XmlNode::element(pe));
     }
     match gi {
-        Some(i) => el.children[i] = XmlNode::Element(ge),
+        Some(i) => el.children[i] = XmlNode::element(ge),
         None => {
             let at = el
                 .child_index(after)
                 .or_else(|| el.child_index("data"))
                 .map(|i| i + 1)
                 .unwrap_or(0);
-            el.children.insert(at, XmlNode::Element(ge));
+            el.children.insert(at, XmlNode::element(ge));
         }
     }
 }
@@ -1367,7 +1376,7 @@ fn append_child(parent: &mut Element, mut el: Element, depth: usize, unit: &str)
     parent
         .children
         .insert(at, XmlNode::Text(format!("\n{}", unit.repeat(depth))));
-    parent.children.insert(at + 1, XmlNode::Element(el));
+    parent.children.insert(at + 1, XmlNode::element(el));
 }
 
 /// One level of indentation as the file uses it (tab by default).

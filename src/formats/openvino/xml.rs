@@ -22,12 +22,20 @@ pub const MAX_DEPTH: usize = 512;
 /// A node of the tree.
 #[derive(Debug, Clone, PartialEq)]
 pub enum XmlNode {
-    /// An element.
-    Element(Element),
+    /// An element (boxed: a node is then a few words, and the children lists of a 600,000-layer
+    /// model grow without moving whole elements).
+    Element(Box<Element>),
     /// Character data, raw as in the source (entities not expanded).
     Text(String),
     /// Comment, CDATA, processing instruction, declaration or doctype: raw source text.
     Other(String),
+}
+
+impl XmlNode {
+    /// An element node.
+    pub fn element(e: Element) -> XmlNode {
+        XmlNode::Element(Box::new(e))
+    }
 }
 
 /// An element with its attributes in source order.
@@ -147,7 +155,7 @@ impl Element {
     /// Element children.
     pub fn elements(&self) -> impl Iterator<Item = &Element> {
         self.children.iter().filter_map(|c| match c {
-            XmlNode::Element(e) => Some(e),
+            XmlNode::Element(e) => Some(&**e),
             _ => None,
         })
     }
@@ -394,6 +402,7 @@ impl Document {
                             .into_owned();
                         attrs.push((key, value));
                     }
+                    attrs.shrink_to_fit();
                     let el = Element {
                         name,
                         attrs,
@@ -403,7 +412,7 @@ impl Document {
                         end: None,
                     };
                     if is_empty {
-                        XmlNode::Element(el)
+                        XmlNode::element(el)
                     } else {
                         if stack.len() >= MAX_DEPTH {
                             return Err(format!(
@@ -422,7 +431,9 @@ impl Document {
                         r.end = end;
                     }
                     el.end = Some(start..end);
-                    XmlNode::Element(el)
+                    // Growth slack of a million small lists adds up.
+                    el.children.shrink_to_fit();
+                    XmlNode::element(el)
                 }
                 Event::Text(_) | Event::GeneralRef(_) => XmlNode::Text(raw()),
                 Event::CData(_)
@@ -442,7 +453,7 @@ impl Document {
                             "XML error at byte {start}: more than one root element"
                         ));
                     }
-                    root = Some(e);
+                    root = Some(*e);
                 }
                 XmlNode::Text(t) if !t.trim().is_empty() => {
                     return Err(format!(
