@@ -300,11 +300,6 @@ impl Graph {
         }
     }
 
-    /// Makes room for `additional` more names (loaders that know how many they will reserve).
-    pub fn reserve_names(&mut self, additional: usize) {
-        self.names.reserve(additional);
-    }
-
     /// A name starting with `base` that no value or node uses yet (and reserves it).
     pub fn unique_name(&mut self, base: &str) -> String {
         let mut candidate = base.to_string();

@@ -245,8 +245,24 @@ impl OnnxModel {
     ) -> Option<(PathBuf, Vec<(u64, Bytes)>)> {
         let orig = self.proto.graph.as_ref()?;
         let uses_external = orig.initializer.iter().any(|t| t.data_location == Some(1));
-        let rest = self.proto.encoded_len().saturating_sub(orig.encoded_len());
-        let too_big = (g.encoded_len() + rest) as u64 > write::PROTO_LIMIT;
+        // The exact size needs a walk of the whole model; skip it when the input file plus
+        // every computed tensor cannot reach the limit (the rebuilt graph is otherwise made
+        // of the input's own records).
+        let input_len = self
+            .sources
+            .first()
+            .map_or(u64::MAX, |s| s.map.len() as u64);
+        let computed: u64 = g
+            .initializer
+            .iter()
+            .filter(|t| matches!(t, Cow::Owned(_)))
+            .filter_map(|t| t.raw_data.as_ref())
+            .map(|r| r.len() as u64)
+            .sum();
+        let too_big = input_len.saturating_add(computed) > write::PROTO_LIMIT / 2 && {
+            let rest = self.proto.encoded_len().saturating_sub(orig.encoded_len());
+            (g.encoded_len() + rest) as u64 > write::PROTO_LIMIT
+        };
         if !uses_external && !too_big {
             return None;
         }
@@ -393,7 +409,6 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
     // Headroom for what passes add (folded constants, lowered nodes): the first node added
     // past the capacity would copy the whole node array.
     let mut graph = Graph::with_capacity(nodes + nodes / 4 + 16, edges + edges / 4 + 16);
-    graph.reserve_names(defined);
     let mut producers: FastMap<&str, OutletId> = FastMap::default();
     producers.reserve(defined);
     let mut types: FastMap<&str, ValueType> = FastMap::default();
