@@ -11,7 +11,7 @@ use slice_opt::formats::onnx::OnnxModel;
 use slice_opt::formats::openvino::OvModel;
 use slice_opt::{Model, Pipeline};
 
-use common::i64_tensor;
+use common::{i64_tensor, node};
 
 /// Runs `f` on a thread with a 2 MiB stack; a stack overflow aborts the test binary.
 fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -53,16 +53,6 @@ fn input(name: &str, dims: &[Result<i64, &str>]) -> proto::ValueInfoProto {
 fn output(name: &str) -> proto::ValueInfoProto {
     proto::ValueInfoProto {
         name: Some(name.into()),
-        ..Default::default()
-    }
-}
-
-fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> proto::NodeProto {
-    proto::NodeProto {
-        op_type: Some(op.into()),
-        name: Some(name.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: outputs.iter().map(|s| s.to_string()).collect(),
         ..Default::default()
     }
 }

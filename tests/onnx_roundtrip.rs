@@ -3,6 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod common;
+
+use common::node;
 use prost::Message;
 use slice_opt::formats::onnx::proto::{self, ModelProto};
 use slice_opt::formats::onnx::OnnxModel;
@@ -273,16 +276,6 @@ fn new_external_file_never_reuses_an_input_location() {
 
 fn write_model(path: &Path, m: &ModelProto) {
     std::fs::write(path, m.encode_to_vec()).expect("write");
-}
-
-fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> proto::NodeProto {
-    proto::NodeProto {
-        op_type: Some(op.into()),
-        name: Some(name.into()),
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: outputs.iter().map(|s| s.to_string()).collect(),
-        ..Default::default()
-    }
 }
 
 fn model_with(nodes: Vec<proto::NodeProto>) -> ModelProto {

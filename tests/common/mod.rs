@@ -375,3 +375,14 @@ pub fn ov_slice8_ir(case: &Value) -> (String, Vec<u8>) {
     }
     ov_one_op_ir(&uints(&case["input_shape"]), "Slice", "opset8", "", &params)
 }
+
+/// A node of `op` named `name`.
+pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> proto::NodeProto {
+    proto::NodeProto {
+        op_type: Some(op.into()),
+        name: Some(name.into()),
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
