@@ -74,7 +74,9 @@ pub struct OvModel {
     /// The `.bin` (memory-mapped), if it exists.
     bin: Option<Bytes>,
     /// The file the `.bin` was mapped from, to copy unchanged ranges file to file.
-    bin_file: Option<PathBuf>,
+    bin_file: Option<FileId>,
+    /// The file the `.xml` was mapped from (the same for the `.xml`).
+    source_file: Option<FileId>,
     /// One record per top-level layer, in document order.
     layers: Vec<LayerRecord>,
     /// Where each top-level layer is in the `.xml` (same order).
@@ -399,8 +401,11 @@ struct Loader<'a> {
     layer_srcs: Vec<LayerSrc>,
     offset_tags: Vec<OffsetTag>,
     body_consts: Vec<(u64, u64)>,
-    /// Edges as read; `Err(span)` for one whose attributes are not all integers.
-    edges: Vec<std::result::Result<EdgeSrc, Range<usize>>>,
+    /// Edges as read.
+    edges: Vec<EdgeSrc>,
+    /// The first `<edge>` whose attributes are not all integers: how many edges came before
+    /// it, and where it is.
+    bad_edge: Option<(usize, Range<usize>)>,
 }
 
 impl<'s> xml::Sink<'s> for Loader<'_> {
@@ -540,14 +545,18 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
             return Ok(());
         }
         let ends = ["from-layer", "from-port", "to-layer", "to-port"].map(|k| parse_int(e, k));
-        self.edges.push(match ends {
-            [Some(a), Some(b), Some(c), Some(d)] => Ok(EdgeSrc {
+        match ends {
+            [Some(a), Some(b), Some(c), Some(d)] => self.edges.push(EdgeSrc {
                 span: e.span(),
                 gap,
                 ends: [a, b, c, d],
             }),
-            _ => Err(e.span()),
-        });
+            _ => {
+                if self.bad_edge.is_none() {
+                    self.bad_edge = Some((self.edges.len(), e.span()));
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -578,13 +587,15 @@ impl OvModel {
     pub fn load(path: &Path) -> Result<OvModel> {
         let source = map_file(path)?;
         let bin_path = bin_path_for(path);
+        let source_file = FileId::of(path);
         let (bin, bin_file) = if bin_path.is_file() {
-            (Some(map_file(&bin_path)?), Some(bin_path))
+            (Some(map_file(&bin_path)?), FileId::of(&bin_path))
         } else {
             (None, None)
         };
         let mut m = Self::from_bytes(path, source, bin)?;
         m.bin_file = bin_file;
+        m.source_file = source_file;
         Ok(m)
     }
 
@@ -608,6 +619,7 @@ impl OvModel {
             offset_tags: Vec::new(),
             body_consts: Vec::new(),
             edges: Vec::new(),
+            bad_edge: None,
         };
         let outline = xml::scan(text, &mut loader).map_err(|e| match e {
             xml::ScanError::Xml(m) => fmt_err(path, m),
@@ -624,16 +636,17 @@ impl OvModel {
             layer_srcs,
             offset_tags,
             body_consts,
-            edges,
+            edges: edge_srcs,
+            bad_edge: bad,
             ..
         } = loader;
-        let mut edge_srcs = Vec::with_capacity(edges.len());
-        for e in edges {
-            let e = match e {
-                Ok(e) => e,
-                Err(span) => return Err(bad_edge(path, &source, span)),
-            };
-            let (from, to) = resolve_edge(path, &source, &e, &by_id, &records, &layer_srcs)?;
+        for (k, e) in edge_srcs.iter().enumerate() {
+            if let Some((at, span)) = &bad {
+                if *at == k {
+                    return Err(bad_edge(path, &source, span.clone()));
+                }
+            }
+            let (from, to) = resolve_edge(path, &source, e, &by_id, &records, &layer_srcs)?;
             if graph.input(to.0, to.1).is_some() {
                 let n = graph.node(to.0);
                 return Err(Error::Node {
@@ -651,8 +664,11 @@ impl OvModel {
                     dst_port: to.1,
                 },
             );
-            edge_srcs.push(e);
         }
+        if let Some((_, span)) = bad {
+            return Err(bad_edge(path, &source, span));
+        }
+        drop(by_id);
         graph.topo_order().map_err(|c| Error::Node {
             path: path.to_path_buf(),
             node: c.0,
@@ -669,6 +685,7 @@ impl OvModel {
             outline,
             bin,
             bin_file: None,
+            source_file: None,
             layers: records,
             layer_srcs,
             offset_tags,
@@ -753,56 +770,82 @@ impl OvModel {
 
     /// Saves to `path` (the `.xml`) and `<stem>.bin` beside it, each atomically; the `.bin` is
     /// written first, so a failure never leaves a new `.xml` pointing into an old `.bin`.
-    /// Unchanged `.bin` ranges are copied from the `.bin` file read, when it is still the
-    /// mapped one, without passing through this process's memory.
+    /// Large unchanged ranges of either file are copied from the file read, when it is still
+    /// the mapped one, without passing through this process's memory.
     pub fn save(&self, path: &Path) -> Result<()> {
         let (pieces, parts) = self.plan()?;
-        self.write_bin(&bin_path_for(path), &parts)?;
-        let xml: Vec<&[u8]> = pieces.iter().map(|p| p.bytes(&self.source)).collect();
-        crate::formats::write_atomic(path, &xml)
-    }
-
-    /// Writes the `.bin` atomically (temporary file beside `target`, then a rename).
-    fn write_bin(&self, target: &Path, parts: &[BinPart]) -> Result<()> {
-        let io = |source| Error::Io {
-            path: target.to_path_buf(),
-            source,
-        };
         let bin = self.bin.clone().unwrap_or_default();
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut tmp = tempfile::Builder::new()
-            .prefix(".slice-opt-")
-            .suffix(".tmp")
-            .tempfile_in(dir)
-            .map_err(io)?;
-        let mut from = self.bin_file.as_deref().and_then(|p| same_file(p, &bin));
-        {
-            let out = tmp.as_file_mut();
-            for p in parts {
-                match p {
-                    BinPart::Original(r) => {
+        let bin_out = parts.iter().map(|p| match p {
+            BinPart::Original(r) => Out::Original(r.clone()),
+            BinPart::New(b) => Out::New(b.as_ref()),
+        });
+        write_copying(&bin_path_for(path), bin_out, &bin, self.bin_file.as_ref())?;
+        let xml_out = pieces.iter().map(|p| match p {
+            Piece::Source(r) => Out::Original(r.clone()),
+            Piece::Text(t) => Out::New(t.as_bytes()),
+        });
+        write_copying(path, xml_out, &self.source, self.source_file.as_ref())
+    }
+}
+
+/// A part of a written file.
+enum Out<'a> {
+    /// A byte range of the file read.
+    Original(Range<usize>),
+    /// New bytes.
+    New(&'a [u8]),
+}
+
+/// Ranges at least this long are copied file to file.
+const COPY_MIN: usize = 1 << 16;
+
+/// Writes `parts` atomically to `target` (a temporary file beside it, then a rename). Original
+/// ranges come from `orig` (the map of the file read), or, for long ones, straight from
+/// `orig_file` while it is still that file (`copy_file_range` on Linux).
+fn write_copying<'a>(
+    target: &Path,
+    parts: impl Iterator<Item = Out<'a>>,
+    orig: &Bytes,
+    orig_file: Option<&FileId>,
+) -> Result<()> {
+    let io = |source| Error::Io {
+        path: target.to_path_buf(),
+        source,
+    };
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".slice-opt-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    let mut from = orig_file.and_then(|p| same_file(p, orig));
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        for p in parts {
+            match p {
+                Out::Original(r) => {
+                    if r.len() >= COPY_MIN {
                         if let Some(f) = from.as_mut() {
-                            if copy_range(f, out, r.clone()).is_ok() {
+                            w.flush().map_err(io)?;
+                            if copy_range(f, w.get_mut(), r.clone()).is_ok() {
                                 continue;
                             }
-                            // Fall back to the map from here on (the output is rewritten from
-                            // the start of this range).
+                            // Use the map from here on.
                             from = None;
                         }
-                        let data = bin.get(r.clone()).unwrap_or_default();
-                        out.write_all(data).map_err(io)?;
                     }
-                    BinPart::New(b) => out.write_all(b).map_err(io)?,
+                    w.write_all(orig.get(r).unwrap_or_default()).map_err(io)?;
                 }
+                Out::New(b) => w.write_all(b).map_err(io)?,
             }
-            out.flush().map_err(io)?;
         }
-        tmp.persist(target).map_err(|e| io(e.error))?;
-        Ok(())
+        w.flush().map_err(io)?;
     }
+    tmp.persist(target).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 /// Copies bytes `r` of `from` to the end of `out` (`copy_file_range` on Linux).
@@ -834,15 +877,47 @@ fn copy_range(
     res
 }
 
-/// `path` opened, when it is still the file `map` maps (same length; on Unix, same file, as
-/// far as the metadata tells).
-fn same_file(path: &Path, map: &Bytes) -> Option<std::fs::File> {
-    let f = std::fs::File::open(path).ok()?;
+/// Which file a map was made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileId {
+    path: PathBuf,
+    /// Device and inode (Unix).
+    node: Option<(u64, u64)>,
+}
+
+impl FileId {
+    fn of(path: &Path) -> Option<FileId> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileId {
+            path: path.to_path_buf(),
+            node: node_of(&meta),
+        })
+    }
+}
+
+#[cfg(unix)]
+fn node_of(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn node_of(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+/// The file `id` opened, when it is still the file `map` maps: same file (device and inode)
+/// and length. Elsewhere than on Unix, never (the map is written instead).
+fn same_file(id: &FileId, map: &Bytes) -> Option<std::fs::File> {
+    let f = std::fs::File::open(&id.path).ok()?;
     let meta = f.metadata().ok()?;
     if meta.len() != map.len() as u64 || !meta.is_file() {
         return None;
     }
-    Some(f)
+    match (id.node, node_of(&meta)) {
+        (Some(a), Some(b)) if a == b => Some(f),
+        _ => None,
+    }
 }
 
 /// A part of the written `.xml`.
@@ -1342,9 +1417,11 @@ impl<'a> Writer<'a> {
                 let dst = *by_layer.get(tl)?;
                 let sp = placed.get(&src)?.outputs.iter().position(|&p| p == fp)?;
                 let dp = placed.get(&dst)?.inputs.iter().position(|&p| p == tp)?;
-                g.g.edges_connecting(src, dst)
+                // Through the inputs of `dst` (a few), not the outputs of `src` (maybe many).
+                g.g.edges_directed(dst, Direction::Incoming)
                     .find(|x| {
-                        x.weight().src_port == sp
+                        x.source() == src
+                            && x.weight().src_port == sp
                             && x.weight().dst_port == dp
                             && !covered.contains(&x.id())
                     })
