@@ -1,9 +1,11 @@
 //! OpenVINO IR (`.xml` + `.bin`), versions 10 and 11.
 //!
-//! The `.xml` is parsed into an ordered element tree ([`xml::Document`]) that keeps everything
-//! it read; the graph IR is derived from `<layers>` and `<edges>` (one node per top-level
-//! `<layer>`; the bodies of `Loop`, `TensorIterator` and `If` stay inside their layer's element
-//! untouched). Constants are views into the memory-mapped `.bin`.
+//! The `.xml` (memory-mapped, or the text given) is read once by a streaming scanner
+//! ([`xml::scan`]) that builds the graph IR from `<layers>` and `<edges>` (one node per
+//! top-level `<layer>`; the bodies of `Loop`, `TensorIterator` and `If` stay inside their
+//! layer's text untouched) and keeps no tree: only the byte ranges of each top-level layer and
+//! edge, and of the `<data>` tags whose `offset` may need rewriting. Constants are views into
+//! the memory-mapped `.bin`.
 //!
 //! Saving an untouched model writes the original `.xml` text and `.bin` bytes. Saving a changed
 //! model keeps every untouched layer element (and id) as read, rebuilds the layers a pass
@@ -13,10 +15,18 @@
 //! overlapping ranges still shared, followed by the new constants (identical new constants
 //! share one range). Every written Const whose range moved gets its `offset` rewritten in place
 //! (the rest of its text stays as read).
+//!
+//! A changed model is written as the source text with splices: a rebuilt layer is parsed on
+//! its own into an [`xml::Element`] tree (so the serialization rules of [`xml`] apply to it),
+//! everything else is copied as byte ranges of the source. An unchanged `.bin` range is copied
+//! file to file when the `.bin` came from a file (`copy_file_range` on Linux), else from the
+//! map.
 
 pub mod xml;
 
 use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use bytes::Bytes;
@@ -31,7 +41,7 @@ use crate::ir::{
     Wire,
 };
 
-use xml::{Document, Element, XmlNode};
+use xml::{Document, El, Element, Outline, XmlNode};
 
 /// What the reader recorded about one top-level `<layer>` (index = document order).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +57,7 @@ pub struct LayerRecord {
 }
 
 /// A loaded OpenVINO IR model.
+/// A loaded OpenVINO IR model.
 #[derive(Debug, Clone)]
 pub struct OvModel {
     /// The `.xml` it was loaded from.
@@ -55,17 +66,60 @@ pub struct OvModel {
     pub graph: Graph,
     /// The IR version (`10` or `11`).
     pub version: u32,
-    /// The original `.xml` text.
-    source: String,
-    /// The parsed `.xml`: the record untouched parts are written back from.
-    doc: Document,
+    /// The original `.xml` text (UTF-8, checked when loading; memory-mapped when loaded from a
+    /// file).
+    source: Bytes,
+    /// Where the parts of the `.xml` are (the record untouched parts are written back from).
+    outline: Outline,
     /// The `.bin` (memory-mapped), if it exists.
     bin: Option<Bytes>,
+    /// The file the `.bin` was mapped from, to copy unchanged ranges file to file.
+    bin_file: Option<FileId>,
+    /// The file the `.xml` was mapped from (the same for the `.xml`).
+    source_file: Option<FileId>,
     /// One record per top-level layer, in document order.
     layers: Vec<LayerRecord>,
+    /// Where each top-level layer is in the `.xml` (same order).
+    layer_srcs: Vec<LayerSrc>,
+    /// `<data>` tags whose `offset` follows the `.bin` compaction (ranges in `layer_srcs`).
+    offset_tags: Vec<OffsetTag>,
+    /// `.bin` ranges of the Const layers inside bodies (ranges in `layer_srcs`).
+    body_consts: Vec<(u64, u64)>,
+    /// The `<edge>` elements of `<edges>`, in document order.
+    edge_srcs: Vec<EdgeSrc>,
     /// Node and edge counts right after loading (to detect an untouched graph).
     loaded_nodes: usize,
     loaded_edges: usize,
+}
+
+/// Where a top-level `<layer>` is in the source.
+#[derive(Debug, Clone)]
+struct LayerSrc {
+    /// The element.
+    span: Range<usize>,
+    /// Start of the text node directly before it (`span.start` when there is none).
+    gap: usize,
+    /// Its entries in `OvModel::offset_tags`.
+    offset_tags: Range<usize>,
+    /// Its entries in `OvModel::body_consts`.
+    body_consts: Range<usize>,
+}
+
+/// The `<data>` start tag of a Const layer, whose `offset` is rewritten when its range moves
+/// (the layer itself, or one in its body not inside another `<data>`).
+#[derive(Debug, Clone)]
+struct OffsetTag {
+    tag: Range<usize>,
+    offset: u64,
+}
+
+/// Where an `<edge>` is in the source, and what it connects.
+#[derive(Debug, Clone)]
+struct EdgeSrc {
+    span: Range<usize>,
+    gap: usize,
+    /// `from-layer`, `from-port`, `to-layer`, `to-port`.
+    ends: [i64; 4],
 }
 
 fn fmt_err(path: &Path, message: impl Into<String>) -> Error {
@@ -75,25 +129,47 @@ fn fmt_err(path: &Path, message: impl Into<String>) -> Error {
     }
 }
 
-fn layer_err(path: &Path, el: &Element, message: impl Into<String>) -> Error {
+fn layer_err(path: &Path, el: El<'_, '_>, message: impl Into<String>) -> Error {
+    node_err(
+        path,
+        el.attr("name"),
+        el.attr("id"),
+        el.attr("type"),
+        message,
+    )
+}
+
+fn owned_layer_err(path: &Path, el: &Element, message: impl Into<String>) -> Error {
+    node_err(
+        path,
+        el.attr("name"),
+        el.attr("id"),
+        el.attr("type"),
+        message,
+    )
+}
+
+/// A layer error; the layer is named by its name, or its id.
+fn node_err(
+    path: &Path,
+    name: Option<&str>,
+    id: Option<&str>,
+    op: Option<&str>,
+    message: impl Into<String>,
+) -> Error {
+    let node = match (name, id) {
+        (Some(n), _) if !n.is_empty() => n.to_string(),
+        (_, Some(id)) => format!("id {id}"),
+        _ => "?".to_string(),
+    };
     Error::Node {
         path: path.to_path_buf(),
-        node: layer_label(el),
-        op: el.attr("type").unwrap_or_default().to_string(),
+        node,
+        op: op.unwrap_or_default().to_string(),
         message: message.into(),
     }
 }
 
-/// How a layer is named in messages: its name, or its id.
-fn layer_label(el: &Element) -> String {
-    match (el.attr("name"), el.attr("id")) {
-        (Some(n), _) if !n.is_empty() => n.to_string(),
-        (_, Some(id)) => format!("id {id}"),
-        _ => "?".to_string(),
-    }
-}
-
-/// The `.bin` path that goes with an `.xml` path: `<stem>.bin` beside it.
 pub fn bin_path_for(xml_path: &Path) -> PathBuf {
     xml_path.with_extension("bin")
 }
@@ -146,7 +222,7 @@ fn precision_name(d: DType) -> String {
     }
 }
 
-fn parse_int(el: &Element, attr: &str) -> Option<i64> {
+fn parse_int(el: El<'_, '_>, attr: &str) -> Option<i64> {
     el.attr(attr)?.trim().parse().ok()
 }
 
@@ -173,7 +249,7 @@ struct ConstSpec {
     typed: Option<(DType, Vec<u64>)>,
 }
 
-fn const_spec(path: &Path, layer: &Element) -> Result<ConstSpec> {
+fn const_spec(path: &Path, layer: El<'_, '_>) -> Result<ConstSpec> {
     let data = layer
         .child("data")
         .ok_or_else(|| layer_err(path, layer, "Const layer has no <data>"))?;
@@ -236,7 +312,7 @@ fn const_spec(path: &Path, layer: &Element) -> Result<ConstSpec> {
 fn check_range(
     path: &Path,
     bin_path: &Path,
-    layer: &Element,
+    layer: El<'_, '_>,
     bin: Option<&Bytes>,
     offset: u64,
     size: u64,
@@ -273,20 +349,10 @@ fn check_range(
     Ok(Some(bin.slice(o..e)))
 }
 
-/// Visits every `<layer>` nested inside `el` (bodies of Loop / TensorIterator / If).
-fn nested_layers<'a>(el: &'a Element, out: &mut Vec<&'a Element>) {
-    for c in el.elements() {
-        if c.name == "layer" {
-            out.push(c);
-        }
-        nested_layers(c, out);
-    }
-}
-
-fn output_value(path: &Path, layer: &Element, port: &Element) -> Result<Value> {
+fn output_value(path: &Path, layer: El<'_, '_>, port: El<'_, '_>) -> Result<Value> {
     let dtype = port.attr("precision").and_then(DType::from_ov_name);
     let mut shape = Vec::new();
-    for d in port.elements().filter(|e| e.name == "dim") {
+    for d in port.elements().filter(|e| e.name() == "dim") {
         let t = d.text();
         shape.push(parse_dim(&t).ok_or_else(|| {
             layer_err(
@@ -310,10 +376,10 @@ fn output_value(path: &Path, layer: &Element, port: &Element) -> Result<Value> {
     })
 }
 
-fn port_ids(path: &Path, layer: &Element, group: &str) -> Result<Vec<i64>> {
+fn port_ids(path: &Path, layer: El<'_, '_>, group: &str) -> Result<Vec<i64>> {
     let mut ids = Vec::new();
     if let Some(g) = layer.child(group) {
-        for p in g.elements().filter(|e| e.name == "port") {
+        for p in g.elements().filter(|e| e.name() == "port") {
             let id = parse_int(p, "id").ok_or_else(|| {
                 layer_err(path, layer, format!("an <{group}> port has no valid id"))
             })?;
@@ -323,33 +389,37 @@ fn port_ids(path: &Path, layer: &Element, group: &str) -> Result<Vec<i64>> {
     Ok(ids)
 }
 
-impl OvModel {
-    /// Loads `path` (the `.xml`; the `.bin` beside it, memory-mapped).
-    pub fn load(path: &Path) -> Result<OvModel> {
-        let raw = map_file(path)?;
-        let source = std::str::from_utf8(&raw)
-            .map_err(|e| fmt_err(path, format!("not UTF-8 text ({e}): not OpenVINO IR")))?
-            .to_string();
-        drop(raw);
-        let bin_path = bin_path_for(path);
-        let bin = if bin_path.is_file() {
-            Some(map_file(&bin_path)?)
-        } else {
-            None
-        };
-        Self::from_parts(path, source, bin)
-    }
+/// Builds the graph from what [`xml::scan`] hands over.
+struct Loader<'a> {
+    path: &'a Path,
+    bin_path: PathBuf,
+    bin: Option<&'a Bytes>,
+    version: u32,
+    graph: Graph,
+    records: Vec<LayerRecord>,
+    by_id: HashMap<i64, (usize, NodeIndex)>,
+    layer_srcs: Vec<LayerSrc>,
+    offset_tags: Vec<OffsetTag>,
+    body_consts: Vec<(u64, u64)>,
+    /// Edges as read.
+    edges: Vec<EdgeSrc>,
+    /// The first `<edge>` whose attributes are not all integers: how many edges came before
+    /// it, and where it is.
+    bad_edge: Option<(usize, Range<usize>)>,
+}
 
-    /// Builds a model from `.xml` text and `.bin` bytes already in memory (`path` names the
-    /// `.xml` in messages; the `.bin` is `<stem>.bin` beside it).
-    pub fn from_parts(path: &Path, source: String, bin: Option<Bytes>) -> Result<OvModel> {
-        let doc = Document::parse(&source).map_err(|m| fmt_err(path, m))?;
-        let bin_path = bin_path_for(path);
-        let net = &doc.root;
-        if net.name != "net" {
+impl<'s> xml::Sink<'s> for Loader<'_> {
+    type Error = Error;
+
+    fn root(&mut self, net: El<'_, 's>) -> Result<()> {
+        let path = self.path;
+        if net.name() != "net" {
             return Err(fmt_err(
                 path,
-                format!("root element is <{}>, not <net>: not OpenVINO IR", net.name),
+                format!(
+                    "root element is <{}>, not <net>: not OpenVINO IR",
+                    net.name()
+                ),
             ));
         }
         let version: u32 = net
@@ -362,125 +432,243 @@ impl OvModel {
                 format!("IR version {version} is not supported (10 and 11 are)"),
             ));
         }
-        let layers_el = net
-            .child("layers")
-            .ok_or_else(|| fmt_err(path, "<net> has no <layers>: not OpenVINO IR"))?;
+        self.version = version;
+        Ok(())
+    }
 
-        // Sized up front (with headroom for nodes passes add): growing the arrays of a
-        // 600,000-layer model by doubling cost more than filling them.
-        let n_layers = layers_el.elements().filter(|e| e.name == "layer").count();
-        let n_edges = net.child("edges").map_or(0, |e| e.elements().count());
-        let mut graph =
-            Graph::with_capacity(n_layers + n_layers / 4 + 16, n_edges + n_edges / 4 + 16);
-        let mut records: Vec<LayerRecord> = Vec::with_capacity(n_layers);
-        let mut by_id: crate::ir::FastMap<i64, (usize, NodeIndex)> = crate::ir::FastMap::default();
-        by_id.reserve(n_layers);
-        let mut elements: Vec<&Element> = Vec::with_capacity(n_layers);
-        for (i, el) in layers_el
-            .elements()
-            .filter(|e| e.name == "layer")
-            .enumerate()
+    fn layer(&mut self, el: El<'_, 's>, gap: usize) -> Result<()> {
+        if el.name() != "layer" {
+            return Ok(());
+        }
+        let path = self.path;
+        let bin = self.bin;
+        let i = self.records.len();
+        let id =
+            parse_int(el, "id").ok_or_else(|| layer_err(path, el, "layer has no valid 'id'"))?;
+        let op_type = el.attr("type").unwrap_or_default();
+        let input_ports = port_ids(path, el, "input")?;
+        let output_ports = port_ids(path, el, "output")?;
         {
-            let id = parse_int(el, "id")
-                .ok_or_else(|| layer_err(path, el, "layer has no valid 'id'"))?;
-            let op_type = el.attr("type").unwrap_or_default();
-            let input_ports = port_ids(path, el, "input")?;
-            let output_ports = port_ids(path, el, "output")?;
-            {
-                let mut ids: Vec<i64> = input_ports.iter().chain(&output_ports).copied().collect();
-                ids.sort_unstable();
-                if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
-                    return Err(layer_err(
-                        path,
-                        el,
-                        format!("port id {} is used twice", w[0]),
-                    ));
+            let mut seen = HashSet::new();
+            for p in input_ports.iter().chain(output_ports.iter()) {
+                if !seen.insert(*p) {
+                    return Err(layer_err(path, el, format!("port id {p} is used twice")));
                 }
             }
-            let mut node = Node::op(
-                el.attr("name").unwrap_or_default(),
-                op_type,
-                el.attr("version").unwrap_or_default(),
-            );
-            node.origin = Origin::OvLayer(i);
-            node.order = (0, i as u64);
-            node.dirty = false;
-            node.num_inputs = input_ports.len();
-            if let Some(data) = el.child("data") {
-                node.attrs = data
-                    .attrs
-                    .iter()
-                    .map(|(k, v)| (k.clone(), Attr::String(v.clone())))
-                    .collect();
-            }
-            if let Some(out) = el.child("output") {
-                for p in out.elements().filter(|e| e.name == "port") {
-                    node.outputs.push(output_value(path, el, p)?);
-                }
-            }
-            let mut const_range = None;
-            if op_type == "Const" {
-                let spec = const_spec(path, el)?;
-                let bytes = check_range(path, &bin_path, el, bin.as_ref(), spec.offset, spec.size)?;
-                const_range = Some((spec.offset, spec.size));
-                if let (Some((dtype, shape)), Some(bytes)) = (spec.typed, bytes) {
-                    let empty = shape.contains(&0);
-                    node.kind = NodeKind::Const(Tensor {
-                        dtype,
-                        shape,
-                        data: TensorData::Raw(if empty { Bytes::new() } else { bytes }),
-                    });
-                }
-            }
-            // Constants inside bodies must fit the .bin too (they are written back as they are).
-            let mut inner = Vec::new();
-            nested_layers(el, &mut inner);
-            for l in inner
-                .into_iter()
-                .filter(|l| l.attr("type") == Some("Const"))
-            {
-                let spec = const_spec(path, l)?;
-                check_range(path, &bin_path, l, bin.as_ref(), spec.offset, spec.size)?;
-            }
-            graph.reserve_name(&node.name);
-            for v in &node.outputs {
-                graph.reserve_name(&v.name);
-            }
-            let ix = graph.add_node(node);
-            if by_id.insert(id, (i, ix)).is_some() {
-                return Err(layer_err(path, el, format!("layer id {id} is used twice")));
-            }
-            records.push(LayerRecord {
-                id,
-                input_ports,
-                output_ports,
-                const_range,
-            });
-            elements.push(el);
         }
+        let mut node = Node::op(
+            el.attr("name").unwrap_or_default(),
+            op_type,
+            el.attr("version").unwrap_or_default(),
+        );
+        node.origin = Origin::OvLayer(i);
+        node.order = (0, i as u64);
+        node.dirty = false;
+        node.num_inputs = input_ports.len();
+        if let Some(data) = el.child("data") {
+            node.attrs = data
+                .attrs()
+                .map(|(k, v)| (k.to_string(), Attr::String(v.to_string())))
+                .collect();
+        }
+        if let Some(out) = el.child("output") {
+            for p in out.elements().filter(|e| e.name() == "port") {
+                node.outputs.push(output_value(path, el, p)?);
+            }
+        }
+        let mut const_range = None;
+        if op_type == "Const" {
+            let spec = const_spec(path, el)?;
+            let bytes = check_range(path, &self.bin_path, el, bin, spec.offset, spec.size)?;
+            const_range = Some((spec.offset, spec.size));
+            if let (Some((dtype, shape)), Some(bytes)) = (spec.typed, bytes) {
+                let empty = shape.contains(&0);
+                node.kind = NodeKind::Const(Tensor {
+                    dtype,
+                    shape,
+                    data: TensorData::Raw(if empty { Bytes::new() } else { bytes }),
+                });
+            }
+        }
+        // Constants inside bodies must fit the .bin too (they are written back as they are).
+        let b0 = self.body_consts.len();
+        for l in el
+            .descendants()
+            .filter(|l| l.name() == "layer" && l.attr("type") == Some("Const"))
+        {
+            let spec = const_spec(path, l)?;
+            check_range(path, &self.bin_path, l, bin, spec.offset, spec.size)?;
+            self.body_consts.push((spec.offset, spec.size));
+        }
+        // The `<data>` tags whose offset follows the compaction: this layer's own, and those of
+        // body layers not inside a `<data>`.
+        let t0 = self.offset_tags.len();
+        let mut todo = vec![el];
+        while let Some(e) = todo.pop() {
+            if e.name() == "layer" && e.attr("type") == Some("Const") {
+                if let Some(d) = e.child("data") {
+                    if let Some(offset) = d.attr("offset").and_then(|v| v.trim().parse().ok()) {
+                        self.offset_tags.push(OffsetTag {
+                            tag: d.tag(),
+                            offset,
+                        });
+                    }
+                }
+            }
+            todo.extend(e.elements().filter(|c| c.name() != "data"));
+        }
+        self.graph.reserve_name(&node.name);
+        for v in &node.outputs {
+            self.graph.reserve_name(&v.name);
+        }
+        let ix = self.graph.add_node(node);
+        if self.by_id.insert(id, (i, ix)).is_some() {
+            return Err(layer_err(path, el, format!("layer id {id} is used twice")));
+        }
+        self.records.push(LayerRecord {
+            id,
+            input_ports,
+            output_ports,
+            const_range,
+        });
+        self.layer_srcs.push(LayerSrc {
+            span: el.span(),
+            gap,
+            offset_tags: t0..self.offset_tags.len(),
+            body_consts: b0..self.body_consts.len(),
+        });
+        Ok(())
+    }
 
-        if let Some(edges) = net.child("edges") {
-            for e in edges.elements().filter(|e| e.name == "edge") {
-                let (from, to) = resolve_edge(path, e, &by_id, &records, &elements)?;
-                if graph.input(to.0, to.1).is_some() {
-                    let n = graph.node(to.0);
-                    return Err(Error::Node {
-                        path: path.to_path_buf(),
-                        node: n.name.clone(),
-                        op: n.op_type.clone(),
-                        message: format!("input port {} is fed by more than one edge", to.2),
-                    });
+    fn edge(&mut self, e: El<'_, 's>, gap: usize) -> Result<()> {
+        if e.name() != "edge" {
+            return Ok(());
+        }
+        let ends = ["from-layer", "from-port", "to-layer", "to-port"].map(|k| parse_int(e, k));
+        match ends {
+            [Some(a), Some(b), Some(c), Some(d)] => self.edges.push(EdgeSrc {
+                span: e.span(),
+                gap,
+                ends: [a, b, c, d],
+            }),
+            _ => {
+                if self.bad_edge.is_none() {
+                    self.bad_edge = Some((self.edges.len(), e.span()));
                 }
-                graph.g.add_edge(
-                    from.0,
-                    to.0,
-                    Wire {
-                        src_port: from.1,
-                        dst_port: to.1,
-                    },
-                );
             }
         }
+        Ok(())
+    }
+}
+
+/// `source` as text (it was checked to be UTF-8 when loading).
+fn text_of<'s>(path: &Path, source: &'s [u8]) -> Result<&'s str> {
+    std::str::from_utf8(source)
+        .map_err(|e| fmt_err(path, format!("not UTF-8 text ({e}): not OpenVINO IR")))
+}
+
+/// Parses the element at `span` of `source` on its own: the text of the element and its tree
+/// (spans relative to that text).
+fn materialize<'s>(
+    path: &Path,
+    source: &'s [u8],
+    span: Range<usize>,
+) -> Result<(&'s str, Element)> {
+    let text = source
+        .get(span)
+        .ok_or_else(|| fmt_err(path, "element range outside the file"))?;
+    let text = text_of(path, text)?;
+    let doc = Document::parse(text).map_err(|m| fmt_err(path, m))?;
+    Ok((text, doc.root))
+}
+
+impl OvModel {
+    /// Loads `path` (the `.xml`; the `.bin` beside it, memory-mapped).
+    pub fn load(path: &Path) -> Result<OvModel> {
+        let source = map_file(path)?;
+        let bin_path = bin_path_for(path);
+        let source_file = FileId::of(path);
+        let (bin, bin_file) = if bin_path.is_file() {
+            (Some(map_file(&bin_path)?), FileId::of(&bin_path))
+        } else {
+            (None, None)
+        };
+        let mut m = Self::from_bytes(path, source, bin)?;
+        m.bin_file = bin_file;
+        m.source_file = source_file;
+        Ok(m)
+    }
+
+    /// Builds a model from `.xml` text and `.bin` bytes already in memory (`path` names the
+    /// `.xml` in messages; the `.bin` is `<stem>.bin` beside it).
+    pub fn from_parts(path: &Path, source: String, bin: Option<Bytes>) -> Result<OvModel> {
+        Self::from_bytes(path, Bytes::from(source), bin)
+    }
+
+    fn from_bytes(path: &Path, source: Bytes, bin: Option<Bytes>) -> Result<OvModel> {
+        let text = text_of(path, &source)?;
+        let mut loader = Loader {
+            path,
+            bin_path: bin_path_for(path),
+            bin: bin.as_ref(),
+            version: 0,
+            graph: Graph::new(),
+            records: Vec::new(),
+            by_id: HashMap::new(),
+            layer_srcs: Vec::new(),
+            offset_tags: Vec::new(),
+            body_consts: Vec::new(),
+            edges: Vec::new(),
+            bad_edge: None,
+        };
+        let outline = xml::scan(text, &mut loader).map_err(|e| match e {
+            xml::ScanError::Xml(m) => fmt_err(path, m),
+            xml::ScanError::Sink(e) => e,
+        })?;
+        if outline.layers.is_none() {
+            return Err(fmt_err(path, "<net> has no <layers>: not OpenVINO IR"));
+        }
+        let Loader {
+            version,
+            mut graph,
+            records,
+            by_id,
+            layer_srcs,
+            offset_tags,
+            body_consts,
+            edges: edge_srcs,
+            bad_edge: bad,
+            ..
+        } = loader;
+        for (k, e) in edge_srcs.iter().enumerate() {
+            if let Some((at, span)) = &bad {
+                if *at == k {
+                    return Err(bad_edge(path, &source, span.clone()));
+                }
+            }
+            let (from, to) = resolve_edge(path, &source, e, &by_id, &records, &layer_srcs)?;
+            if graph.input(to.0, to.1).is_some() {
+                let n = graph.node(to.0);
+                return Err(Error::Node {
+                    path: path.to_path_buf(),
+                    node: n.name.clone(),
+                    op: n.op_type.clone(),
+                    message: format!("input port {} is fed by more than one edge", to.2),
+                });
+            }
+            graph.g.add_edge(
+                from.0,
+                to.0,
+                Wire {
+                    src_port: from.1,
+                    dst_port: to.1,
+                },
+            );
+        }
+        if let Some((_, span)) = bad {
+            return Err(bad_edge(path, &source, span));
+        }
+        drop(by_id);
         graph.topo_order().map_err(|c| Error::Node {
             path: path.to_path_buf(),
             node: c.0,
@@ -494,9 +682,15 @@ impl OvModel {
             graph,
             version,
             source,
-            doc,
+            outline,
             bin,
+            bin_file: None,
+            source_file: None,
             layers: records,
+            layer_srcs,
+            offset_tags,
+            body_consts,
+            edge_srcs,
             loaded_nodes,
             loaded_edges,
         })
@@ -509,13 +703,8 @@ impl OvModel {
             return None;
         };
         let port_id = *self.layers.get(i)?.input_ports.get(port)?;
-        let layer = self
-            .doc
-            .root
-            .child("layers")?
-            .elements()
-            .filter(|e| e.name == "layer")
-            .nth(i)?;
+        let span = self.layer_srcs.get(i)?.span.clone();
+        let (_, layer) = materialize(&self.path, &self.source, span).ok()?;
         let p = layer.child("input")?.elements().find(|e| {
             e.name == "port"
                 && e.attr("id").and_then(|v| v.trim().parse::<i64>().ok()) == Some(port_id)
@@ -547,64 +736,273 @@ impl OvModel {
             })
     }
 
-    /// The `.xml` text and `.bin` parts as they would be written.
-    pub fn to_parts(&self) -> Result<(String, Vec<Bytes>)> {
+    /// What would be written: the `.xml` as pieces and the `.bin` as parts.
+    fn plan(&self) -> Result<(Vec<Piece>, Vec<BinPart>)> {
         let bin = self.bin.clone().unwrap_or_default();
         if self.is_untouched() {
-            return Ok((self.source.clone(), vec![bin]));
+            let whole = vec![BinPart::Original(0..bin.len())];
+            return Ok((vec![Piece::Source(0..self.source.len())], whole));
         }
         let mut w = Writer::new(self, bin);
-        let doc = w.rebuild()?;
-        Ok((doc.write(&self.source), w.bin_parts()))
+        let pieces = w.rebuild()?;
+        Ok((pieces, w.bin_parts()))
+    }
+
+    /// The `.xml` text and `.bin` parts as they would be written.
+    pub fn to_parts(&self) -> Result<(String, Vec<Bytes>)> {
+        let (pieces, parts) = self.plan()?;
+        let mut xml = Vec::new();
+        for p in &pieces {
+            xml.extend_from_slice(p.bytes(&self.source));
+        }
+        let xml = String::from_utf8(xml)
+            .map_err(|e| fmt_err(&self.path, format!("written text is not UTF-8 ({e})")))?;
+        let bin = self.bin.clone().unwrap_or_default();
+        let parts = parts
+            .into_iter()
+            .map(|p| match p {
+                BinPart::Original(r) => bin.slice(r),
+                BinPart::New(b) => b,
+            })
+            .collect();
+        Ok((xml, parts))
     }
 
     /// Saves to `path` (the `.xml`) and `<stem>.bin` beside it, each atomically; the `.bin` is
     /// written first, so a failure never leaves a new `.xml` pointing into an old `.bin`.
+    /// Large unchanged ranges of either file are copied from the file read, when it is still
+    /// the mapped one, without passing through this process's memory.
     pub fn save(&self, path: &Path) -> Result<()> {
-        let (text, bin) = self.to_parts()?;
-        let parts: Vec<&[u8]> = bin.iter().map(|b| b.as_ref()).collect();
-        crate::formats::write_atomic(&bin_path_for(path), &parts)?;
-        crate::formats::write_atomic(path, &[text.as_bytes()])
+        let (pieces, parts) = self.plan()?;
+        let bin = self.bin.clone().unwrap_or_default();
+        let bin_out = parts.iter().map(|p| match p {
+            BinPart::Original(r) => Out::Original(r.clone()),
+            BinPart::New(b) => Out::New(b.as_ref()),
+        });
+        write_copying(&bin_path_for(path), bin_out, &bin, self.bin_file.as_ref())?;
+        let xml_out = pieces.iter().map(|p| match p {
+            Piece::Source(r) => Out::Original(r.clone()),
+            Piece::Text(t) => Out::New(t.as_bytes()),
+        });
+        write_copying(path, xml_out, &self.source, self.source_file.as_ref())
     }
+}
+
+/// A part of a written file.
+enum Out<'a> {
+    /// A byte range of the file read.
+    Original(Range<usize>),
+    /// New bytes.
+    New(&'a [u8]),
+}
+
+/// Ranges at least this long are copied file to file.
+const COPY_MIN: usize = 1 << 16;
+
+/// Writes `parts` atomically to `target` (a temporary file beside it, then a rename). Original
+/// ranges come from `orig` (the map of the file read), or, for long ones, straight from
+/// `orig_file` while it is still that file (`copy_file_range` on Linux).
+fn write_copying<'a>(
+    target: &Path,
+    parts: impl Iterator<Item = Out<'a>>,
+    orig: &Bytes,
+    orig_file: Option<&FileId>,
+) -> Result<()> {
+    let io = |source| Error::Io {
+        path: target.to_path_buf(),
+        source,
+    };
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".slice-opt-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    let mut from = orig_file.and_then(|p| same_file(p, orig));
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        for p in parts {
+            match p {
+                Out::Original(r) => {
+                    if r.len() >= COPY_MIN {
+                        if let Some(f) = from.as_mut() {
+                            w.flush().map_err(io)?;
+                            if copy_range(f, w.get_mut(), r.clone()).is_ok() {
+                                continue;
+                            }
+                            // Use the map from here on.
+                            from = None;
+                        }
+                    }
+                    w.write_all(orig.get(r).unwrap_or_default()).map_err(io)?;
+                }
+                Out::New(b) => w.write_all(b).map_err(io)?,
+            }
+        }
+        w.flush().map_err(io)?;
+    }
+    tmp.persist(target).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Copies bytes `r` of `from` to the end of `out` (`copy_file_range` on Linux).
+fn copy_range(
+    from: &mut std::fs::File,
+    out: &mut std::fs::File,
+    r: Range<usize>,
+) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let at = out.stream_position()?;
+    let len = (r.end - r.start) as u64;
+    let res = (|| {
+        from.seek(SeekFrom::Start(r.start as u64))?;
+        let n = std::io::copy(&mut (&*from).take(len), out)?;
+        if n == len {
+            Ok(())
+        } else {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the .bin is shorter than when it was read",
+            ))
+        }
+    })();
+    if res.is_err() {
+        // Undo a partial copy.
+        out.set_len(at)?;
+        out.seek(SeekFrom::Start(at))?;
+    }
+    res
+}
+
+/// Which file a map was made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileId {
+    path: PathBuf,
+    /// Device and inode (Unix).
+    node: Option<(u64, u64)>,
+}
+
+impl FileId {
+    fn of(path: &Path) -> Option<FileId> {
+        let meta = std::fs::metadata(path).ok()?;
+        Some(FileId {
+            path: path.to_path_buf(),
+            node: node_of(&meta),
+        })
+    }
+}
+
+#[cfg(unix)]
+fn node_of(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((meta.dev(), meta.ino()))
+}
+
+#[cfg(not(unix))]
+fn node_of(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+/// The file `id` opened, when it is still the file `map` maps: same file (device and inode)
+/// and length. Elsewhere than on Unix, never (the map is written instead).
+fn same_file(id: &FileId, map: &Bytes) -> Option<std::fs::File> {
+    let f = std::fs::File::open(&id.path).ok()?;
+    let meta = f.metadata().ok()?;
+    if meta.len() != map.len() as u64 || !meta.is_file() {
+        return None;
+    }
+    match (id.node, node_of(&meta)) {
+        (Some(a), Some(b)) if a == b => Some(f),
+        _ => None,
+    }
+}
+
+/// A part of the written `.xml`.
+#[derive(Debug, Clone)]
+enum Piece {
+    /// A byte range of the source.
+    Source(Range<usize>),
+    /// New text.
+    Text(String),
+}
+
+impl Piece {
+    fn bytes<'a>(&'a self, source: &'a [u8]) -> &'a [u8] {
+        match self {
+            Piece::Source(r) => source.get(r.clone()).unwrap_or_default(),
+            Piece::Text(t) => t.as_bytes(),
+        }
+    }
+}
+
+/// A part of the written `.bin`.
+#[derive(Debug, Clone)]
+enum BinPart {
+    /// A byte range of the original `.bin`.
+    Original(Range<usize>),
+    /// New bytes.
+    New(Bytes),
 }
 
 type PortRef = (NodeIndex, usize, i64);
 
+/// The error for an `<edge>` whose attributes are not all integers.
+fn bad_edge(path: &Path, source: &[u8], span: Range<usize>) -> Error {
+    let e = match materialize(path, source, span) {
+        Ok((_, e)) => e,
+        Err(e) => return e,
+    };
+    let name = ["from-layer", "from-port", "to-layer", "to-port"]
+        .into_iter()
+        .find(|k| {
+            e.attr(k)
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .is_none()
+        })
+        .unwrap_or("from-layer");
+    fmt_err(
+        path,
+        format!(
+            "<edge> has no valid '{name}' ({})",
+            e.attrs
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    )
+}
+
+/// The error for layer `i` (parsed again from the source to name it).
+fn layer_i_err(path: &Path, source: &[u8], srcs: &[LayerSrc], i: usize, msg: String) -> Error {
+    let Some(s) = srcs.get(i) else {
+        return fmt_err(path, msg);
+    };
+    match materialize(path, source, s.span.clone()) {
+        Ok((_, el)) => owned_layer_err(path, &el, msg),
+        Err(e) => e,
+    }
+}
+
 fn resolve_edge(
     path: &Path,
-    e: &Element,
-    by_id: &crate::ir::FastMap<i64, (usize, NodeIndex)>,
+    source: &[u8],
+    e: &EdgeSrc,
+    by_id: &HashMap<i64, (usize, NodeIndex)>,
     records: &[LayerRecord],
-    elements: &[&Element],
+    srcs: &[LayerSrc],
 ) -> Result<(PortRef, PortRef)> {
-    let attr = |name: &str| -> Result<i64> {
-        parse_int(e, name).ok_or_else(|| {
-            fmt_err(
-                path,
-                format!(
-                    "<edge> has no valid '{name}' ({})",
-                    e.attrs
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                ),
-            )
-        })
-    };
-    let (fl, fp, tl, tp) = (
-        attr("from-layer")?,
-        attr("from-port")?,
-        attr("to-layer")?,
-        attr("to-port")?,
-    );
+    let [fl, fp, tl, tp] = e.ends;
     let find = |layer: i64, other: i64| -> Result<(usize, NodeIndex)> {
         by_id.get(&layer).copied().ok_or_else(|| {
             let msg = format!(
                 "edge from-layer {fl} port {fp} to-layer {tl} port {tp}: no layer has id {layer}"
             );
             match by_id.get(&other) {
-                Some(&(i, _)) => layer_err(path, elements[i], msg),
+                Some(&(i, _)) => layer_i_err(path, source, srcs, i, msg),
                 None => fmt_err(path, msg),
             }
         })
@@ -616,9 +1014,11 @@ fn resolve_edge(
         .iter()
         .position(|&p| p == fp)
         .ok_or_else(|| {
-            layer_err(
+            layer_i_err(
                 path,
-                elements[fi],
+                source,
+                srcs,
+                fi,
                 format!("edge to layer {tl}: layer {fl} has no output port {fp}"),
             )
         })?;
@@ -627,9 +1027,11 @@ fn resolve_edge(
         .iter()
         .position(|&p| p == tp)
         .ok_or_else(|| {
-            layer_err(
+            layer_i_err(
                 path,
-                elements[ti],
+                source,
+                srcs,
+                ti,
                 format!("edge from layer {fl}: layer {tl} has no input port {tp}"),
             )
         })?;
@@ -715,7 +1117,7 @@ struct Writer<'a> {
 
 impl<'a> Writer<'a> {
     fn new(m: &'a OvModel, bin: Bytes) -> Writer<'a> {
-        let unit = indent_unit(&m.doc.root);
+        let unit = m.outline.unit.clone().unwrap_or_else(|| "\t".to_string());
         Writer {
             m,
             bin,
@@ -730,17 +1132,17 @@ impl<'a> Writer<'a> {
 
     /// The written `.bin`: the kept ranges of the original (the original itself when all of it
     /// is kept), then the new constants.
-    fn bin_parts(self) -> Vec<Bytes> {
+    fn bin_parts(self) -> Vec<BinPart> {
         let mut parts = Vec::with_capacity(self.compaction.kept.len() + self.new_parts.len());
         if self.compaction.is_whole(self.bin.len() as u64) {
-            parts.push(self.bin);
+            parts.push(BinPart::Original(0..self.bin.len()));
         } else {
             for &(start, end, _) in &self.compaction.kept {
                 // Kept ranges were checked against the `.bin` when loading.
-                parts.push(self.bin.slice(start as usize..end as usize));
+                parts.push(BinPart::Original(start as usize..end as usize));
             }
         }
-        parts.extend(self.new_parts);
+        parts.extend(self.new_parts.into_iter().map(BinPart::New));
         parts
     }
 
@@ -758,9 +1160,8 @@ impl<'a> Writer<'a> {
 
     /// Rewrites the `offset` of every `Const` layer inside `el` (and of `el` itself when
     /// `include_self`) whose range moved; returns whether anything changed. Changed elements
-    /// keep their tags and unchanged children as read.
-    fn remap_consts(&self, el: &mut Element, include_self: bool) -> bool {
-        let src = self.m.source.as_str();
+    /// keep their tags and unchanged children as read (`src` = the text `el` was parsed from).
+    fn remap_consts(&self, el: &mut Element, include_self: bool, src: &str) -> bool {
         let mut changed = false;
         if include_self && el.name == "layer" && el.attr("type") == Some("Const") {
             if let Some(XmlNode::Element(d)) = el.child_index("data").map(|i| &mut el.children[i]) {
@@ -775,7 +1176,7 @@ impl<'a> Writer<'a> {
         }
         for c in el.children.iter_mut() {
             if let XmlNode::Element(e) = c {
-                if e.name != "data" && self.remap_consts(e, true) {
+                if e.name != "data" && self.remap_consts(e, true, src) {
                     changed = true;
                 }
             }
@@ -795,7 +1196,7 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn rebuild(&mut self) -> Result<Document> {
+    fn rebuild(&mut self) -> Result<Vec<Piece>> {
         let m = self.m;
         let g = &m.graph;
         let order = g.topo_order().map_err(|c| Error::Node {
@@ -893,12 +1294,6 @@ impl<'a> Writer<'a> {
         };
 
         // The original `.bin` ranges the written Const layers refer to.
-        let layer_els: Vec<&Element> = m
-            .doc
-            .root
-            .child("layers")
-            .map(|l| l.elements().filter(|e| e.name == "layer").collect())
-            .unwrap_or_default();
         let mut refs: Vec<(u64, u64)> = Vec::new();
         for &ix in &order {
             let n = g.node(ix);
@@ -923,68 +1318,73 @@ impl<'a> Writer<'a> {
             }
             // Bodies are written as read (only their offsets are remapped).
             if original {
-                if let Some(el) = layer_els.get(i) {
-                    let mut inner = Vec::new();
-                    nested_layers(el, &mut inner);
-                    for l in inner
-                        .into_iter()
-                        .filter(|l| l.attr("type") == Some("Const"))
-                    {
-                        if let Ok(spec) = const_spec(&m.path, l) {
-                            refs.push((spec.offset, spec.size));
-                        }
-                    }
+                if let Some(s) = m.layer_srcs.get(i) {
+                    refs.extend_from_slice(
+                        m.body_consts.get(s.body_consts.clone()).unwrap_or_default(),
+                    );
                 }
             }
         }
         self.compaction = Compaction::new(refs);
         self.bin_len = self.compaction.len;
 
-        let mut doc = m.doc.clone();
-        let net = &mut doc.root;
-        net.span = None;
-        let li = net
-            .child_index("layers")
-            .ok_or_else(|| fmt_err(&m.path, "<net> has no <layers>"))?;
+        let source: &[u8] = &m.source;
+        let Some(layers_c) = m.outline.layers.clone() else {
+            return Err(fmt_err(&m.path, "<net> has no <layers>"));
+        };
+        let mut splices: Vec<(Range<usize>, String)> = Vec::new();
 
         // <layers>
-        let old_layers = match net.children.get(li) {
-            Some(XmlNode::Element(e)) => (**e).clone(),
-            _ => return Err(fmt_err(&m.path, "<net> has no <layers>")),
-        };
-        let mut layers = Element {
-            children: Vec::with_capacity(old_layers.children.len()),
-            span: None,
-            ..old_layers.clone()
-        };
-        let mut k = 0usize;
-        for c in old_layers.children {
-            match c {
-                XmlNode::Element(el) if el.name == "layer" => {
-                    let i = k;
-                    k += 1;
-                    match by_layer.get(&i) {
-                        Some(&ix) if needs_rebuild(ix) => {
-                            let mut rebuilt = self.layer_element(ix, Some(&el), &placed, 2)?;
-                            // Its own `<data>` is set already; its body's constants are not.
-                            for c in rebuilt.children.iter_mut() {
-                                if let XmlNode::Element(e) = c {
-                                    if e.name != "data" && self.remap_consts(e, true) {
-                                        rebuilt.span = None;
-                                    }
-                                }
+        for (i, ls) in m.layer_srcs.iter().enumerate() {
+            match by_layer.get(&i) {
+                Some(&ix) if needs_rebuild(ix) => {
+                    let (sub, base) = materialize(&m.path, source, ls.span.clone())?;
+                    let mut rebuilt = self.layer_element(ix, Some(&base), &placed, 2)?;
+                    // Its own `<data>` is set already; its body's constants are not.
+                    for c in rebuilt.children.iter_mut() {
+                        if let XmlNode::Element(e) = c {
+                            if e.name != "data" && self.remap_consts(e, true, sub) {
+                                rebuilt.span = None;
                             }
-                            layers.children.push(XmlNode::element(rebuilt));
                         }
-                        Some(_) => {
-                            let mut el = el;
-                            self.remap_consts(&mut el, true);
-                            layers.children.push(XmlNode::Element(el));
+                    }
+                    let mut text = String::new();
+                    rebuilt.write(sub, &mut text);
+                    splices.push((ls.span.clone(), text));
+                }
+                Some(_) => {
+                    let tags = m
+                        .offset_tags
+                        .get(ls.offset_tags.clone())
+                        .unwrap_or_default();
+                    let mut patched = Vec::new();
+                    let mut whole = false;
+                    for t in tags {
+                        let new = self.compaction.map(t.offset);
+                        if new == t.offset {
+                            continue;
                         }
-                        None => drop_preceding_whitespace(&mut layers.children),
+                        let text = source
+                            .get(t.tag.clone())
+                            .and_then(|b| std::str::from_utf8(b).ok());
+                        match text.and_then(|tag| xml::patch_attr(tag, "offset", &new.to_string()))
+                        {
+                            Some(p) => patched.push((t.tag.clone(), p)),
+                            None => whole = true,
+                        }
+                    }
+                    if whole {
+                        // A tag the patcher cannot handle: rebuild the layer's tree instead.
+                        let (sub, mut el) = materialize(&m.path, source, ls.span.clone())?;
+                        self.remap_consts(&mut el, true, sub);
+                        let mut text = String::new();
+                        el.write(sub, &mut text);
+                        splices.push((ls.span.clone(), text));
+                    } else {
+                        splices.extend(patched);
                     }
                 }
-                other => layers.children.push(other),
+                None => splices.push((drop_range(source, ls.gap, &ls.span), String::new())),
             }
         }
         let mut new_nodes: Vec<NodeIndex> = order
@@ -993,11 +1393,13 @@ impl<'a> Writer<'a> {
             .filter(|ix| !original_of.contains_key(ix))
             .collect();
         new_nodes.sort_by_key(|ix| topo_pos.get(ix).copied().unwrap_or(usize::MAX));
+        let mut new_layers = Vec::with_capacity(new_nodes.len());
         for ix in new_nodes {
-            let el = self.layer_element(ix, None, &placed, 2)?;
-            append_child(&mut layers, el, 2, &self.unit);
+            new_layers.push(self.layer_element(ix, None, &placed, 2)?);
         }
-        net.children[li] = XmlNode::element(layers);
+        if let Some(s) = append_splice(&m.path, source, &layers_c, new_layers, 2, &self.unit)? {
+            splices.push(s);
+        }
 
         // <edges>: keep the original edge elements whose graph edge still exists.
         let mut covered: HashSet<EdgeIndex> = HashSet::new();
@@ -1007,53 +1409,30 @@ impl<'a> Writer<'a> {
             .enumerate()
             .map(|(i, r)| (r.id, i))
             .collect();
-        let find_edge = |e: &Element, covered: &HashSet<EdgeIndex>| -> Option<EdgeIndex> {
-            let fl = id_to_layer.get(&parse_int(e, "from-layer")?)?;
-            let tl = id_to_layer.get(&parse_int(e, "to-layer")?)?;
-            let fp = parse_int(e, "from-port")?;
-            let tp = parse_int(e, "to-port")?;
-            let src = *by_layer.get(fl)?;
-            let dst = *by_layer.get(tl)?;
-            let sp = placed.get(&src)?.outputs.iter().position(|&p| p == fp)?;
-            let dp = placed.get(&dst)?.inputs.iter().position(|&p| p == tp)?;
-            g.g.edges_connecting(src, dst)
-                .find(|x| {
-                    x.weight().src_port == sp
-                        && x.weight().dst_port == dp
-                        && !covered.contains(&x.id())
-                })
-                .map(|x| x.id())
-        };
-        let ei = match net.child_index("edges") {
-            Some(ei) => ei,
-            None => {
-                // A graph without edges may omit <edges>: add one after <layers>.
-                let el = Element::new("edges");
-                net.children.insert(li + 1, XmlNode::element(el));
-                net.children
-                    .insert(li + 1, XmlNode::Text(format!("\n{}", self.unit)));
-                li + 2
-            }
-        };
-        let old_edges = match net.children.get(ei) {
-            Some(XmlNode::Element(e)) => (**e).clone(),
-            _ => Element::new("edges"),
-        };
-        let mut edges = Element {
-            children: Vec::with_capacity(old_edges.children.len()),
-            span: None,
-            ..old_edges.clone()
-        };
-        for c in old_edges.children {
-            match c {
-                XmlNode::Element(el) if el.name == "edge" => match find_edge(&el, &covered) {
-                    Some(id) => {
-                        covered.insert(id);
-                        edges.children.push(XmlNode::Element(el));
-                    }
-                    None => drop_preceding_whitespace(&mut edges.children),
-                },
-                other => edges.children.push(other),
+        let find_edge =
+            |[fl, fp, tl, tp]: [i64; 4], covered: &HashSet<EdgeIndex>| -> Option<EdgeIndex> {
+                let fl = id_to_layer.get(&fl)?;
+                let tl = id_to_layer.get(&tl)?;
+                let src = *by_layer.get(fl)?;
+                let dst = *by_layer.get(tl)?;
+                let sp = placed.get(&src)?.outputs.iter().position(|&p| p == fp)?;
+                let dp = placed.get(&dst)?.inputs.iter().position(|&p| p == tp)?;
+                // Through the inputs of `dst` (a few), not the outputs of `src` (maybe many).
+                g.g.edges_directed(dst, Direction::Incoming)
+                    .find(|x| {
+                        x.source() == src
+                            && x.weight().src_port == sp
+                            && x.weight().dst_port == dp
+                            && !covered.contains(&x.id())
+                    })
+                    .map(|x| x.id())
+            };
+        for e in &m.edge_srcs {
+            match find_edge(e.ends, &covered) {
+                Some(id) => {
+                    covered.insert(id);
+                }
+                None => splices.push((drop_range(source, e.gap, &e.span), String::new())),
             }
         }
         let mut new_edges: Vec<(usize, usize, EdgeIndex)> = (&g.g)
@@ -1068,6 +1447,7 @@ impl<'a> Writer<'a> {
             })
             .collect();
         new_edges.sort();
+        let mut edge_els = Vec::with_capacity(new_edges.len());
         for (_, _, id) in new_edges {
             let Some((s, t)) = g.g.edge_endpoints(id) else {
                 continue;
@@ -1096,10 +1476,47 @@ impl<'a> Writer<'a> {
                 ("to-layer".into(), pt.id.to_string()),
                 ("to-port".into(), tp.to_string()),
             ];
-            append_child(&mut edges, el, 2, &self.unit);
+            edge_els.push(el);
         }
-        net.children[ei] = XmlNode::element(edges);
-        Ok(doc)
+        match &m.outline.edges {
+            Some(c) => {
+                if let Some(s) = append_splice(&m.path, source, c, edge_els, 2, &self.unit)? {
+                    splices.push(s);
+                }
+            }
+            None => {
+                // A graph without edges may omit <edges>: add one after <layers>.
+                let mut edges = Element::new("edges");
+                for el in edge_els {
+                    append_child(&mut edges, el, 2, &self.unit);
+                }
+                let mut text = format!("\n{}", self.unit);
+                edges.write("", &mut text);
+                let at = layers_c.span.end;
+                splices.push((at..at, text));
+            }
+        }
+
+        // The source with the splices applied.
+        splices.sort_by_key(|(r, _)| r.start);
+        let mut pieces = Vec::with_capacity(splices.len() * 2 + 1);
+        let mut at = 0usize;
+        for (r, text) in splices {
+            if r.start < at {
+                return Err(fmt_err(&m.path, "overlapping edits of the .xml (a bug)"));
+            }
+            if r.start > at {
+                pieces.push(Piece::Source(at..r.start));
+            }
+            if !text.is_empty() {
+                pieces.push(Piece::Text(text));
+            }
+            at = r.end;
+        }
+        if at < source.len() {
+            pieces.push(Piece::Source(at..source.len()));
+        }
+        Ok(pieces)
     }
 
     /// Appends `data` to the `.bin` (or finds the same bytes appended before); returns its
@@ -1188,7 +1605,7 @@ impl<'a> Writer<'a> {
             None if !data_attrs.is_empty() => {
                 let mut d = Element::new("data");
                 d.attrs = data_attrs;
-                el.children.insert(0, XmlNode::element(d));
+                el.children.insert(0, XmlNode::Element(d));
             }
             None => {}
         }
@@ -1283,7 +1700,7 @@ fn set_ports(
         Some(XmlNode::Element(e)) => Element {
             children: Vec::new(),
             span: None,
-            ..(**e).clone()
+            ..e.clone()
         },
         _ => Element::new(group),
     };
@@ -1312,7 +1729,7 @@ fn set_ports(
                 .map(|d| {
                     let mut de = Element::new("dim");
                     de.children.push(XmlNode::Text(format_dim(d)));
-                    XmlNode::element(de)
+                    XmlNode::Element(de)
                 })
                 .collect();
             let same = {
@@ -1337,25 +1754,18 @@ fn set_ports(
         if pe.attrs == before.attrs && pe.children == before.children {
             pe.span = before.span;
         }
-        ge.children.push(XmlNode::element(pe));
+        ge.children.push(XmlNode::Element(pe));
     }
     match gi {
-        Some(i) => el.children[i] = XmlNode::element(ge),
+        Some(i) => el.children[i] = XmlNode::Element(ge),
         None => {
             let at = el
                 .child_index(after)
                 .or_else(|| el.child_index("data"))
                 .map(|i| i + 1)
                 .unwrap_or(0);
-            el.children.insert(at, XmlNode::element(ge));
+            el.children.insert(at, XmlNode::Element(ge));
         }
-    }
-}
-
-/// Removes the whitespace text that preceded a dropped element.
-fn drop_preceding_whitespace(children: &mut Vec<XmlNode>) {
-    if matches!(children.last(), Some(XmlNode::Text(t)) if t.trim().is_empty()) {
-        children.pop();
     }
 }
 
@@ -1376,19 +1786,64 @@ fn append_child(parent: &mut Element, mut el: Element, depth: usize, unit: &str)
     parent
         .children
         .insert(at, XmlNode::Text(format!("\n{}", unit.repeat(depth))));
-    parent.children.insert(at + 1, XmlNode::element(el));
+    parent.children.insert(at + 1, XmlNode::Element(el));
 }
 
-/// One level of indentation as the file uses it (tab by default).
-fn indent_unit(net: &Element) -> String {
-    for c in &net.children {
-        if let XmlNode::Text(t) = c {
-            if let Some(last) = t.rsplit('\n').next() {
-                if t.contains('\n') && !last.is_empty() && last.trim().is_empty() {
-                    return last.to_string();
-                }
-            }
-        }
+/// The source range to delete for a dropped element at `span`: the element, and the text node
+/// before it (starting at `gap`) when that is whitespace only.
+fn drop_range(source: &[u8], gap: usize, span: &Range<usize>) -> Range<usize> {
+    let ws = source
+        .get(gap..span.start)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .is_some_and(|t| !t.is_empty() && t.trim().is_empty());
+    if ws {
+        gap..span.end
+    } else {
+        span.clone()
     }
-    "\t".to_string()
+}
+
+/// The edit appending `els` as the last element children of container `c` (at nesting
+/// `depth`), each on its own line before the closing whitespace (added when missing).
+fn append_splice(
+    path: &Path,
+    source: &[u8],
+    c: &xml::Container,
+    els: Vec<Element>,
+    depth: usize,
+    unit: &str,
+) -> Result<Option<(Range<usize>, String)>> {
+    if els.is_empty() {
+        return Ok(None);
+    }
+    if c.empty {
+        // `<name ... />`: rebuilt with its attributes and the new children.
+        let (sub, mut parent) = materialize(path, source, c.span.clone())?;
+        parent.span = None;
+        for el in els {
+            append_child(&mut parent, el, depth, unit);
+        }
+        let mut text = String::new();
+        parent.write(sub, &mut text);
+        return Ok(Some((c.span.clone(), text)));
+    }
+    let ws = source
+        .get(c.trailing..c.end_tag)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .is_some_and(|t| !t.is_empty() && t.trim().is_empty());
+    let inner = format!("\n{}", unit.repeat(depth));
+    let mut text = String::new();
+    for mut el in els {
+        el.reindent(depth, unit);
+        text.push_str(&inner);
+        el.write("", &mut text);
+    }
+    let at = if ws {
+        c.trailing
+    } else {
+        text.push('\n');
+        text.push_str(&unit.repeat(depth.saturating_sub(1)));
+        c.end_tag
+    };
+    Ok(Some((at..at, text)))
 }

@@ -10,6 +10,7 @@
 //! attribute can be rewritten in the start tag's text, leaving the rest of the tag as read
 //! ([`Element::set_attr_in_source`]).
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use quick_xml::events::Event;
@@ -22,20 +23,12 @@ pub const MAX_DEPTH: usize = 512;
 /// A node of the tree.
 #[derive(Debug, Clone, PartialEq)]
 pub enum XmlNode {
-    /// An element (boxed: a node is then a few words, and the children lists of a 600,000-layer
-    /// model grow without moving whole elements).
-    Element(Box<Element>),
+    /// An element.
+    Element(Element),
     /// Character data, raw as in the source (entities not expanded).
     Text(String),
     /// Comment, CDATA, processing instruction, declaration or doctype: raw source text.
     Other(String),
-}
-
-impl XmlNode {
-    /// An element node.
-    pub fn element(e: Element) -> XmlNode {
-        XmlNode::Element(Box::new(e))
-    }
 }
 
 /// An element with its attributes in source order.
@@ -155,7 +148,7 @@ impl Element {
     /// Element children.
     pub fn elements(&self) -> impl Iterator<Item = &Element> {
         self.children.iter().filter_map(|c| match c {
-            XmlNode::Element(e) => Some(&**e),
+            XmlNode::Element(e) => Some(e),
             _ => None,
         })
     }
@@ -273,7 +266,7 @@ impl Element {
 
 /// `tag` (a start tag's text) with the value of attribute `name` replaced by `value` (escaped
 /// for the quote character the tag uses); `None` when the tag has no such attribute.
-fn patch_attr(tag: &str, name: &str, value: &str) -> Option<String> {
+pub(crate) fn patch_attr(tag: &str, name: &str, value: &str) -> Option<String> {
     let b = tag.as_bytes();
     let mut i = 1;
     // The tag name.
@@ -402,7 +395,6 @@ impl Document {
                             .into_owned();
                         attrs.push((key, value));
                     }
-                    attrs.shrink_to_fit();
                     let el = Element {
                         name,
                         attrs,
@@ -412,7 +404,7 @@ impl Document {
                         end: None,
                     };
                     if is_empty {
-                        XmlNode::element(el)
+                        XmlNode::Element(el)
                     } else {
                         if stack.len() >= MAX_DEPTH {
                             return Err(format!(
@@ -431,9 +423,7 @@ impl Document {
                         r.end = end;
                     }
                     el.end = Some(start..end);
-                    // Growth slack of a million small lists adds up.
-                    el.children.shrink_to_fit();
-                    XmlNode::element(el)
+                    XmlNode::Element(el)
                 }
                 Event::Text(_) | Event::GeneralRef(_) => XmlNode::Text(raw()),
                 Event::CData(_)
@@ -453,7 +443,7 @@ impl Document {
                             "XML error at byte {start}: more than one root element"
                         ));
                     }
-                    root = Some(*e);
+                    root = Some(e);
                 }
                 XmlNode::Text(t) if !t.trim().is_empty() => {
                     return Err(format!(
@@ -505,6 +495,521 @@ impl Document {
 
 fn pos(reader: &Reader<&[u8]>) -> usize {
     usize::try_from(reader.buffer_position()).unwrap_or(usize::MAX)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streaming scan: the whole document is read once, without building a tree of it.
+
+/// An element subtree borrowed from the source text: elements in document order with index
+/// links, attribute names borrowed, values borrowed unless they hold an entity (then
+/// unescaped), character data as borrowed pieces. The scanner fills one per `<layer>` or
+/// `<edge>` and reuses its storage.
+#[derive(Debug, Default)]
+pub struct Fragment<'s> {
+    elems: Vec<FElem<'s>>,
+    attrs: Vec<(&'s str, Cow<'s, str>)>,
+    /// Character data (text and entity references, raw) by owning element.
+    texts: Vec<(usize, &'s str)>,
+}
+
+#[derive(Debug, Clone)]
+struct FElem<'s> {
+    name: &'s str,
+    span: Range<usize>,
+    tag: Range<usize>,
+    attrs: Range<usize>,
+    first_child: Option<usize>,
+    last_child: Option<usize>,
+    next_sibling: Option<usize>,
+}
+
+impl<'s> Fragment<'s> {
+    fn clear(&mut self) {
+        self.elems.clear();
+        self.attrs.clear();
+        self.texts.clear();
+    }
+
+    /// Appends an element under `parent`; returns its index.
+    fn push(
+        &mut self,
+        parent: Option<usize>,
+        name: &'s str,
+        tag: Range<usize>,
+        attrs: impl Iterator<Item = (&'s str, Cow<'s, str>)>,
+    ) -> usize {
+        let a0 = self.attrs.len();
+        self.attrs.extend(attrs);
+        let i = self.elems.len();
+        self.elems.push(FElem {
+            name,
+            span: tag.clone(),
+            tag,
+            attrs: a0..self.attrs.len(),
+            first_child: None,
+            last_child: None,
+            next_sibling: None,
+        });
+        if let Some(p) = parent {
+            match self.elems[p].last_child {
+                Some(l) => self.elems[l].next_sibling = Some(i),
+                None => self.elems[p].first_child = Some(i),
+            }
+            self.elems[p].last_child = Some(i);
+        }
+        i
+    }
+
+    /// The first element (the subtree's root).
+    pub fn root(&self) -> Option<El<'_, 's>> {
+        (!self.elems.is_empty()).then_some(El { f: self, i: 0 })
+    }
+}
+
+/// A read-only view of one element of a [`Fragment`].
+#[derive(Debug, Clone, Copy)]
+pub struct El<'f, 's> {
+    f: &'f Fragment<'s>,
+    i: usize,
+}
+
+impl<'f, 's> El<'f, 's> {
+    fn e(&self) -> &'f FElem<'s> {
+        &self.f.elems[self.i]
+    }
+
+    /// Tag name.
+    pub fn name(&self) -> &'s str {
+        self.e().name
+    }
+
+    /// Source byte range of the whole element.
+    pub fn span(&self) -> Range<usize> {
+        self.e().span.clone()
+    }
+
+    /// Source byte range of the start tag (the whole tag of an empty element).
+    pub fn tag(&self) -> Range<usize> {
+        self.e().tag.clone()
+    }
+
+    /// Attributes in source order, values unescaped.
+    pub fn attrs(&self) -> impl Iterator<Item = (&'s str, &'f str)> + 'f {
+        self.f.attrs[self.e().attrs.clone()]
+            .iter()
+            .map(|(k, v)| (*k, v.as_ref()))
+    }
+
+    /// The value of attribute `name`.
+    pub fn attr(&self, name: &str) -> Option<&'f str> {
+        self.attrs().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
+
+    /// Element children.
+    pub fn elements(&self) -> impl Iterator<Item = El<'f, 's>> + 'f {
+        let f = self.f;
+        std::iter::successors(self.e().first_child, move |&c| f.elems[c].next_sibling)
+            .map(move |i| El { f, i })
+    }
+
+    /// The first element child named `name`.
+    pub fn child(&self, name: &str) -> Option<El<'f, 's>> {
+        self.elements().find(|e| e.name() == name)
+    }
+
+    /// Every element inside this one, in document order.
+    pub fn descendants(&self) -> impl Iterator<Item = El<'f, 's>> + 'f {
+        let f = self.f;
+        let end = self.e().span.end;
+        (self.i + 1..f.elems.len())
+            .take_while(move |&j| f.elems[j].span.start < end)
+            .map(move |i| El { f, i })
+    }
+
+    /// The concatenated character data directly inside this element (raw, as
+    /// [`Element::text`]).
+    pub fn text(&self) -> String {
+        let mut s = String::new();
+        for (owner, t) in &self.f.texts {
+            if *owner == self.i {
+                s.push_str(t);
+            }
+        }
+        s
+    }
+}
+
+/// One of the element containers of `<net>` the scanner reports on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Container {
+    /// Source byte range of the whole element.
+    pub span: Range<usize>,
+    /// True for `<name ... />`.
+    pub empty: bool,
+    /// Start of the end tag (`span.end` for an empty element).
+    pub end_tag: usize,
+    /// Start of its last text node when that is the last thing before the end tag (else
+    /// `end_tag`): the text between its last markup (child, comment, entity reference or the
+    /// start tag) and its end tag.
+    pub trailing: usize,
+}
+
+/// What the scanner learned about `<net>`'s structure.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outline {
+    /// The first `<layers>` child of the root.
+    pub layers: Option<Container>,
+    /// The first `<edges>` child of the root.
+    pub edges: Option<Container>,
+    /// One level of indentation as used by the first text child of the root that ends in
+    /// a non-empty, whitespace-only line.
+    pub unit: Option<String>,
+}
+
+/// Receives the parts of an IR document as [`scan`] reads them.
+pub trait Sink<'s> {
+    /// Error type of the callbacks.
+    type Error;
+    /// The root element (its attributes; no children).
+    fn root(&mut self, root: El<'_, 's>) -> Result<(), Self::Error>;
+    /// An element child of the root's first `<layers>`, whole. `gap` is where the text node
+    /// directly before it starts (`== el.span().start` when there is none).
+    fn layer(&mut self, el: El<'_, 's>, gap: usize) -> Result<(), Self::Error>;
+    /// An element child of the root's first `<edges>`, whole (`gap` as for `layer`).
+    fn edge(&mut self, el: El<'_, 's>, gap: usize) -> Result<(), Self::Error>;
+}
+
+/// Why [`scan`] failed.
+#[derive(Debug)]
+pub enum ScanError<E> {
+    /// The text is not well-formed XML (one line, with the byte offset).
+    Xml(String),
+    /// A [`Sink`] callback failed (the first one; the document was still read to the end and
+    /// is well-formed).
+    Sink(E),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Root,
+    Layers,
+    Edges,
+    /// A child of `<layers>` (true) or `<edges>` (false), and everything inside it.
+    Collect(bool),
+    Other,
+}
+
+struct Frame<'s> {
+    name: &'s str,
+    role: Role,
+    start: usize,
+    /// End of the last markup directly inside (child element, comment, entity reference,
+    /// or the start tag).
+    last_split: usize,
+    /// Index in the fragment, while collecting.
+    frag: Option<usize>,
+}
+
+/// `part` (a slice of `src`) as a borrow of `src`, when it is one.
+fn reborrow<'s>(src: &'s str, part: &str) -> Option<&'s str> {
+    let off = (part.as_ptr() as usize).checked_sub(src.as_ptr() as usize)?;
+    let r = src.get(off..off.checked_add(part.len())?)?;
+    (r.as_ptr() == part.as_ptr()).then_some(r)
+}
+
+/// Reads `src` once, start to end, with the same checks and errors as [`Document::parse`],
+/// handing the root, each `<layer>` and each `<edge>` (children of the root's first `<layers>`
+/// and `<edges>`) to `sink` as borrowed fragments. After the first callback error no further
+/// callbacks are made, but the rest of the document is still checked: an XML error anywhere
+/// wins over a callback error.
+pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, ScanError<S::Error>> {
+    let mut reader = Reader::from_str(src);
+    {
+        let cfg = reader.config_mut();
+        cfg.trim_text(false);
+        cfg.check_end_names = true;
+        cfg.expand_empty_elements = false;
+    }
+    let xml = |m: String| ScanError::Xml(m);
+    let mut outline = Outline::default();
+    let mut stack: Vec<Frame<'s>> = Vec::new();
+    let mut frag = Fragment::default();
+    let mut root_frag = Fragment::default();
+    let mut attrs: Vec<(&'s str, Cow<'s, str>)> = Vec::new();
+    let mut sink_err: Option<S::Error> = None;
+    let (mut root_seen, mut layers_seen, mut edges_seen) = (false, false, false);
+    let mut gap_of_collected = 0usize;
+    loop {
+        let start = pos(&reader);
+        let ev = reader.read_event().map_err(|e| {
+            xml(format!(
+                "XML error at byte {}: {e}",
+                reader.error_position().max(start as u64)
+            ))
+        })?;
+        let end = pos(&reader);
+        match ev {
+            Event::Eof => break,
+            Event::Start(s) | Event::Empty(s) => {
+                let is_empty = matches!(src.get(start..end), Some(t) if t.ends_with("/>"));
+                let qname = s.name();
+                let name = std::str::from_utf8(qname.as_ref()).map_err(|_| {
+                    xml(format!("XML error at byte {start}: tag name is not UTF-8"))
+                })?;
+                let name = reborrow(src, name).unwrap_or_default();
+                let parent_role = stack.last().map(|f| f.role);
+                let role = match parent_role {
+                    None if !root_seen => Role::Root,
+                    None => Role::Other,
+                    Some(Role::Root) if name == "layers" && !layers_seen => {
+                        layers_seen = true;
+                        Role::Layers
+                    }
+                    Some(Role::Root) if name == "edges" && !edges_seen => {
+                        edges_seen = true;
+                        Role::Edges
+                    }
+                    Some(Role::Layers) => Role::Collect(true),
+                    Some(Role::Edges) => Role::Collect(false),
+                    Some(Role::Collect(l)) => Role::Collect(l),
+                    Some(_) => Role::Other,
+                };
+                let keep = matches!(role, Role::Root | Role::Collect(_)) && sink_err.is_none();
+                attrs.clear();
+                for a in s.attributes() {
+                    let a = a.map_err(|e| xml(format!("XML error at byte {start}: {e}")))?;
+                    let key = std::str::from_utf8(a.key.as_ref()).map_err(|_| {
+                        xml(format!(
+                            "XML error at byte {start}: attribute name is not UTF-8"
+                        ))
+                    })?;
+                    let value = a
+                        .unescape_value()
+                        .map_err(|e| xml(format!("XML error at byte {start}: {e}")))?;
+                    if keep {
+                        let key = reborrow(src, key).unwrap_or_default();
+                        let value = match value {
+                            Cow::Borrowed(v) => match reborrow(src, v) {
+                                Some(v) => Cow::Borrowed(v),
+                                None => Cow::Owned(v.to_string()),
+                            },
+                            Cow::Owned(v) => Cow::Owned(v),
+                        };
+                        attrs.push((key, value));
+                    }
+                }
+                if let Some(p) = stack.last_mut() {
+                    if matches!(role, Role::Collect(_)) && !matches!(p.role, Role::Collect(_)) {
+                        gap_of_collected = p.last_split;
+                        frag.clear();
+                    }
+                }
+                let mut frag_ix = None;
+                match role {
+                    Role::Root => {
+                        root_seen = true;
+                        if sink_err.is_none() {
+                            root_frag.clear();
+                            root_frag.push(None, name, start..end, attrs.drain(..));
+                            if let Some(r) = root_frag.root() {
+                                if let Err(e) = sink.root(r) {
+                                    sink_err = Some(e);
+                                }
+                            }
+                        }
+                    }
+                    Role::Collect(_) if keep => {
+                        let parent = stack.last().and_then(|f| f.frag);
+                        frag_ix = Some(frag.push(parent, name, start..end, attrs.drain(..)));
+                    }
+                    _ => {}
+                }
+                if is_empty {
+                    complete(
+                        &mut stack,
+                        role,
+                        frag_ix,
+                        start..end,
+                        start,
+                        end,
+                        true,
+                        CompleteCtx {
+                            frag: &mut frag,
+                            outline: &mut outline,
+                            sink,
+                            sink_err: &mut sink_err,
+                            gap: gap_of_collected,
+                        },
+                    )
+                    .map_err(xml)?;
+                } else {
+                    if stack.len() >= MAX_DEPTH {
+                        return Err(xml(format!(
+                            "XML error at byte {start}: elements nested deeper than {MAX_DEPTH}"
+                        )));
+                    }
+                    stack.push(Frame {
+                        name,
+                        role,
+                        start,
+                        last_split: end,
+                        frag: frag_ix,
+                    });
+                }
+            }
+            Event::End(_) => {
+                let Some(f) = stack.pop() else {
+                    return Err(xml(format!("XML error at byte {start}: unmatched end tag")));
+                };
+                let trailing = f.last_split;
+                complete(
+                    &mut stack,
+                    f.role,
+                    f.frag,
+                    f.start..end,
+                    start,
+                    trailing,
+                    false,
+                    CompleteCtx {
+                        frag: &mut frag,
+                        outline: &mut outline,
+                        sink,
+                        sink_err: &mut sink_err,
+                        gap: gap_of_collected,
+                    },
+                )
+                .map_err(xml)?;
+            }
+            Event::Text(_) | Event::GeneralRef(_) => {
+                let raw = src.get(start..end).unwrap_or_default();
+                let is_ref = matches!(ev, Event::GeneralRef(_));
+                match stack.last_mut() {
+                    None => {
+                        if !raw.trim().is_empty() {
+                            return Err(xml(format!(
+                                "XML error at byte {start}: text outside the root element"
+                            )));
+                        }
+                    }
+                    Some(f) => {
+                        if is_ref {
+                            f.last_split = end;
+                        }
+                        match f.role {
+                            Role::Root if outline.unit.is_none() => {
+                                if let Some(last) = raw.rsplit('\n').next() {
+                                    if raw.contains('\n')
+                                        && !last.is_empty()
+                                        && last.trim().is_empty()
+                                    {
+                                        outline.unit = Some(last.to_string());
+                                    }
+                                }
+                            }
+                            Role::Collect(_) => {
+                                if let Some(i) = f.frag {
+                                    frag.texts.push((i, raw));
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            Event::CData(_)
+            | Event::Comment(_)
+            | Event::Decl(_)
+            | Event::PI(_)
+            | Event::DocType(_) => {
+                if let Some(f) = stack.last_mut() {
+                    f.last_split = end;
+                }
+            }
+        }
+    }
+    if let Some(f) = stack.last() {
+        return Err(xml(format!(
+            "XML error: element <{}> is not closed at the end of the file",
+            f.name
+        )));
+    }
+    if !root_seen {
+        return Err(xml("XML error: no root element".into()));
+    }
+    match sink_err {
+        Some(e) => Err(ScanError::Sink(e)),
+        None => Ok(outline),
+    }
+}
+
+struct CompleteCtx<'a, 's, S: Sink<'s>> {
+    frag: &'a mut Fragment<'s>,
+    outline: &'a mut Outline,
+    sink: &'a mut S,
+    sink_err: &'a mut Option<S::Error>,
+    gap: usize,
+}
+
+/// An element ends (`span` = all of it, `end_tag` = where its end tag starts, `trailing` =
+/// where its last text node starts).
+#[allow(clippy::too_many_arguments)]
+fn complete<'s, S: Sink<'s>>(
+    stack: &mut [Frame<'s>],
+    role: Role,
+    frag_ix: Option<usize>,
+    span: Range<usize>,
+    end_tag: usize,
+    trailing: usize,
+    empty: bool,
+    cx: CompleteCtx<'_, 's, S>,
+) -> Result<(), String> {
+    let end = span.end;
+    match stack.last_mut() {
+        Some(p) => p.last_split = end,
+        None => {
+            if role != Role::Root {
+                return Err(format!(
+                    "XML error at byte {}: more than one root element",
+                    if empty { span.start } else { end_tag }
+                ));
+            }
+        }
+    }
+    match role {
+        Role::Layers | Role::Edges => {
+            let c = Container {
+                span: span.clone(),
+                empty,
+                end_tag: if empty { end } else { end_tag },
+                trailing: if empty { end } else { trailing },
+            };
+            if role == Role::Layers {
+                cx.outline.layers = Some(c);
+            } else {
+                cx.outline.edges = Some(c);
+            }
+        }
+        Role::Collect(is_layer) => {
+            if let Some(i) = frag_ix {
+                cx.frag.elems[i].span = span;
+                let top = !matches!(stack.last().map(|f| f.role), Some(Role::Collect(_)));
+                if top && cx.sink_err.is_none() {
+                    if let Some(el) = cx.frag.root() {
+                        let r = if is_layer {
+                            cx.sink.layer(el, cx.gap)
+                        } else {
+                            cx.sink.edge(el, cx.gap)
+                        };
+                        if let Err(e) = r {
+                            *cx.sink_err = Some(e);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 #[cfg(test)]
