@@ -31,8 +31,7 @@ pub mod proto {
 }
 
 use proto::{attribute_proto::AttributeType, GraphProto, ModelProto, NodeProto, ValueInfoProto};
-use std::borrow::Cow;
-use write::GraphOut;
+use write::{GraphOut, Rec};
 
 /// A loaded ONNX model.
 #[derive(Debug, Clone)]
@@ -255,7 +254,7 @@ impl OnnxModel {
         let computed: u64 = g
             .initializer
             .iter()
-            .filter(|t| matches!(t, Cow::Owned(_)))
+            .filter(|t| t.is_owned())
             .filter_map(|t| t.raw_data.as_ref())
             .map(|r| r.len() as u64)
             .sum();
@@ -687,11 +686,11 @@ fn rebuild_node<'a>(
     graph: &Graph,
     ix: NodeIndex,
     orig: &'a GraphProto,
-) -> Result<Cow<'a, NodeProto>> {
+) -> Result<Rec<'a, NodeProto>> {
     let n = graph.node(ix);
     if let Origin::OnnxNode(i) = n.origin {
         if let (false, Some(np)) = (n.dirty, orig.node.get(i)) {
-            return Ok(Cow::Borrowed(np));
+            return Ok(Rec::Borrowed(np));
         }
     }
     let mut np = match n.origin {
@@ -786,7 +785,7 @@ fn rebuild_node<'a>(
         np.attribute.push(a);
     }
     let _ = path;
-    Ok(Cow::Owned(np))
+    Ok(Rec::owned(np))
 }
 
 fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result<GraphOut<'a>> {
@@ -796,11 +795,11 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
         node: Vec::with_capacity(orig.node.len()),
         initializer: Vec::new(),
         value_info: Vec::new(),
-        output: orig.output.iter().map(Cow::Borrowed).collect(),
+        output: orig.output.iter().map(Rec::Borrowed).collect(),
     };
-    let mut inits: Vec<(u64, Cow<'a, proto::TensorProto>)> =
+    let mut inits: Vec<(u64, Rec<'a, proto::TensorProto>)> =
         Vec::with_capacity(orig.initializer.len());
-    let mut extra_identity: Vec<Cow<'a, NodeProto>> = Vec::new();
+    let mut extra_identity: Vec<Rec<'a, NodeProto>> = Vec::new();
     for &ix in &order {
         let n = graph.node(ix);
         match (&n.kind, n.origin) {
@@ -813,7 +812,7 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
                         .map(|v| v.name.as_str())
                         .unwrap_or_default();
                     if produced != n.name {
-                        extra_identity.push(Cow::Owned(NodeProto {
+                        extra_identity.push(Rec::owned(NodeProto {
                             input: vec![produced.to_string()],
                             output: vec![n.name.clone()],
                             name: Some(format!("{}_identity", n.name)),
@@ -825,8 +824,8 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
             }
             (NodeKind::Const(t), Origin::OnnxInitializer(i)) => {
                 let rec = match (n.dirty, orig.initializer.get(i)) {
-                    (false, Some(t)) => Cow::Borrowed(t),
-                    _ => Cow::Owned(tensor_to_proto(t, &n.outputs[0].name)),
+                    (false, Some(t)) => Rec::Borrowed(t),
+                    _ => Rec::owned(tensor_to_proto(t, &n.outputs[0].name)),
                 };
                 inits.push((i as u64, rec));
             }
@@ -836,20 +835,20 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
                     .first()
                     .map(|v| v.name.as_str())
                     .unwrap_or(&n.name);
-                inits.push((u64::MAX, Cow::Owned(tensor_to_proto(t, name))));
+                inits.push((u64::MAX, Rec::owned(tensor_to_proto(t, name))));
             }
             _ => out.node.push(rebuild_node(path, graph, ix, orig)?),
         }
     }
     out.node.extend(extra_identity);
     // Initializers: originals in their original order (shadowed ones included), then new ones.
-    let shadowed: Vec<(u64, Cow<'a, proto::TensorProto>)> = {
+    let shadowed: Vec<(u64, Rec<'a, proto::TensorProto>)> = {
         let inputs: HashSet<&str> = orig.input.iter().map(|i| i.name()).collect();
         orig.initializer
             .iter()
             .enumerate()
             .filter(|(_, t)| inputs.contains(t.name()))
-            .map(|(i, t)| (i as u64, Cow::Borrowed(t)))
+            .map(|(i, t)| (i as u64, Rec::Borrowed(t)))
             .collect()
     };
     inits.extend(shadowed);
@@ -858,6 +857,7 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
     // value_info: originals of values that still exist, updated where a pass changed the type;
     // then new entries for values whose type a pass set.
     let mut live: HashMap<&str, (&crate::ir::Value, NodeIndex)> = HashMap::default();
+    live.reserve(graph.g.node_count());
     for ix in graph.g.node_indices() {
         let n = graph.node(ix);
         if matches!(n.kind, NodeKind::Op | NodeKind::Const(_)) {
@@ -878,9 +878,9 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
             seen.insert(vi.name());
             if v.ty_changed {
                 out.value_info
-                    .push(Cow::Owned(value_info_proto(vi.name(), &v.ty, Some(vi))));
+                    .push(Rec::owned(value_info_proto(vi.name(), &v.ty, Some(vi))));
             } else {
-                out.value_info.push(Cow::Borrowed(vi));
+                out.value_info.push(Rec::Borrowed(vi));
             }
         }
     }
@@ -899,7 +899,7 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
             {
                 seen.insert(v.name.as_str());
                 out.value_info
-                    .push(Cow::Owned(value_info_proto(&v.name, &v.ty, None)));
+                    .push(Rec::owned(value_info_proto(&v.name, &v.ty, None)));
             }
         }
     }
@@ -908,7 +908,7 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
         if let Some((v, _)) = live.get(o.name()) {
             if v.ty_changed {
                 let updated = value_info_proto(o.name(), &v.ty, Some(o));
-                *o = Cow::Owned(updated);
+                *o = Rec::owned(updated);
             }
         }
     }

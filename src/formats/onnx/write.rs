@@ -15,8 +15,6 @@ use bytes::Bytes;
 use prost::encoding::{self, encode_key, encode_varint, WireType};
 use prost::Message;
 
-use std::borrow::Cow;
-
 use super::proto::{GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto};
 
 /// Byte fields at least this long are written outside the buffer (and copied file to file when
@@ -34,6 +32,66 @@ pub struct Source {
     pub file: Option<Arc<File>>,
 }
 
+/// A record to write: borrowed from the record read, or built by a pass.
+///
+/// Like `Cow`, but an owned record is boxed, so a list of records costs two words per entry
+/// whatever the record's size (a `Cow<TensorProto>` is a few hundred bytes: the lists of a
+/// graph of a million records were hundreds of megabytes of freshly zeroed pages).
+#[derive(Debug, Clone)]
+pub enum Rec<'a, M> {
+    /// Unchanged: the record read.
+    Borrowed(&'a M),
+    /// Rebuilt or new.
+    Owned(Box<M>),
+}
+
+impl<'a, M: Clone> Rec<'a, M> {
+    /// A new or rebuilt record.
+    pub fn owned(m: M) -> Self {
+        Rec::Owned(Box::new(m))
+    }
+
+    /// True for a rebuilt or new record.
+    pub fn is_owned(&self) -> bool {
+        matches!(self, Rec::Owned(_))
+    }
+
+    /// The record, cloned when borrowed.
+    pub fn into_owned(self) -> M {
+        match self {
+            Rec::Borrowed(m) => m.clone(),
+            Rec::Owned(b) => *b,
+        }
+    }
+
+    /// The record for changing (a borrowed one is cloned first).
+    pub fn to_mut(&mut self) -> &mut M {
+        if let Rec::Borrowed(m) = *self {
+            *self = Rec::Owned(Box::new(m.clone()));
+        }
+        match self {
+            Rec::Owned(b) => b,
+            Rec::Borrowed(_) => unreachable!("a borrowed record was replaced by an owned one"),
+        }
+    }
+}
+
+impl<M> std::ops::Deref for Rec<'_, M> {
+    type Target = M;
+    fn deref(&self) -> &M {
+        match self {
+            Rec::Borrowed(m) => m,
+            Rec::Owned(b) => b,
+        }
+    }
+}
+
+impl<M> AsRef<M> for Rec<'_, M> {
+    fn as_ref(&self) -> &M {
+        self
+    }
+}
+
 /// A graph to write: the original record for the fields no pass rebuilds, and the rebuilt
 /// lists, each entry borrowed from the original record unless a pass changed it.
 #[derive(Debug, Clone)]
@@ -42,13 +100,13 @@ pub struct GraphOut<'a> {
     /// quantization annotations and metadata are written from it).
     pub base: &'a GraphProto,
     /// Nodes in the order to write.
-    pub node: Vec<Cow<'a, NodeProto>>,
+    pub node: Vec<Rec<'a, NodeProto>>,
     /// Initializers in the order to write.
-    pub initializer: Vec<Cow<'a, TensorProto>>,
+    pub initializer: Vec<Rec<'a, TensorProto>>,
     /// `value_info` entries.
-    pub value_info: Vec<Cow<'a, ValueInfoProto>>,
+    pub value_info: Vec<Rec<'a, ValueInfoProto>>,
     /// Graph outputs (a pass may refine their types).
-    pub output: Vec<Cow<'a, ValueInfoProto>>,
+    pub output: Vec<Rec<'a, ValueInfoProto>>,
 }
 
 impl<'a> GraphOut<'a> {
@@ -56,17 +114,17 @@ impl<'a> GraphOut<'a> {
     pub fn untouched(g: &'a GraphProto) -> GraphOut<'a> {
         GraphOut {
             base: g,
-            node: g.node.iter().map(Cow::Borrowed).collect(),
-            initializer: g.initializer.iter().map(Cow::Borrowed).collect(),
-            value_info: g.value_info.iter().map(Cow::Borrowed).collect(),
-            output: g.output.iter().map(Cow::Borrowed).collect(),
+            node: g.node.iter().map(Rec::Borrowed).collect(),
+            initializer: g.initializer.iter().map(Rec::Borrowed).collect(),
+            value_info: g.value_info.iter().map(Rec::Borrowed).collect(),
+            output: g.output.iter().map(Rec::Borrowed).collect(),
         }
     }
 
     /// As an owned record.
     pub fn into_proto(self) -> GraphProto {
-        fn own<M: Clone>(v: Vec<Cow<'_, M>>) -> Vec<M> {
-            v.into_iter().map(Cow::into_owned).collect()
+        fn own<M: Clone>(v: Vec<Rec<'_, M>>) -> Vec<M> {
+            v.into_iter().map(Rec::into_owned).collect()
         }
         GraphProto {
             node: own(self.node),
@@ -85,7 +143,7 @@ impl<'a> GraphOut<'a> {
     /// The length of the encoded graph message (without its own tag and length).
     pub fn encoded_len(&self) -> usize {
         use encoding::{message, string};
-        fn msgs<M: Message + Clone>(tag: u32, v: &[Cow<'_, M>]) -> usize {
+        fn msgs<M: Message + Clone>(tag: u32, v: &[Rec<'_, M>]) -> usize {
             v.iter()
                 .map(|m| message::encoded_len(tag, m.as_ref()))
                 .sum()
@@ -230,7 +288,7 @@ impl StreamWriter<'_> {
         self.maybe_flush()
     }
 
-    fn cow_messages<M: Message + Clone>(&mut self, tag: u32, ms: &[Cow<'_, M>]) -> io::Result<()> {
+    fn cow_messages<M: Message + Clone>(&mut self, tag: u32, ms: &[Rec<'_, M>]) -> io::Result<()> {
         for m in ms {
             encoding::message::encode(tag, m.as_ref(), &mut self.buf);
             self.maybe_flush()?;
