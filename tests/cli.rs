@@ -345,3 +345,42 @@ fn fold_limit_skips_and_reports_and_report_json_lists_changes() {
         serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
     assert_eq!(r["passes"][1]["changes"][0]["what"], "folded to a constant");
 }
+
+/// Outputs are written to a temporary file and renamed: they must still get the mode of a file
+/// written in place (a new file: read-write for all less the umask, not the temporary file's
+/// owner-only mode), and an output that exists keeps its mode.
+#[cfg(unix)]
+#[test]
+fn outputs_get_the_mode_of_a_file_written_in_place() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mode = |p: &Path| {
+        std::fs::metadata(p)
+            .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    // What this process's umask makes of a new file.
+    let probe = dir.path().join("probe");
+    std::fs::File::create(&probe).expect("create");
+    let fresh = mode(&probe);
+    for (model, out) in [
+        ("models/last_token.onnx", "new.onnx"),
+        ("models/last_token.tf.xml", "new.xml"),
+    ] {
+        let out = dir.path().join(out);
+        let o = slice_opt(&[model, "-o", out.to_str().expect("utf-8 path"), "-q"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(mode(&out), fresh, "{}", out.display());
+        if out.extension().is_some_and(|e| e == "xml") {
+            let bin = out.with_extension("bin");
+            assert_eq!(mode(&bin), fresh, "{}", bin.display());
+        }
+        // An existing output keeps its mode.
+        std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        let o = slice_opt(&[model, "-o", out.to_str().expect("utf-8 path"), "-q"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(mode(&out), 0o640, "{}", out.display());
+    }
+}

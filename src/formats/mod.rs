@@ -169,19 +169,36 @@ pub fn write_atomic_with(
 
 /// A new temporary file in the directory of `path` (to be renamed over it once complete; it
 /// is deleted if dropped before that).
+///
+/// It gets the permissions `path` has when it exists, else those of a newly created file
+/// (read-write for all, less the umask), not the private mode of a temporary file: the
+/// renamed result must be as readable as a file written in place.
 pub fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
+    let io = |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    tempfile::Builder::new()
-        .prefix(".slice-opt-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+    let mut b = tempfile::Builder::new();
+    b.prefix(".slice-opt-").suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // Passed to open(2), so the umask applies.
+        b.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let tmp = b.tempfile_in(dir).map_err(io)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.is_file() {
+            tmp.as_file()
+                .set_permissions(meta.permissions())
+                .map_err(io)?;
+        }
+    }
+    Ok(tmp)
 }
 
 /// Copies the file `from` to `to` atomically, file to file (`copy_file_range` on Linux: the

@@ -812,15 +812,7 @@ fn write_copying<'a>(
         path: target.to_path_buf(),
         source,
     };
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".slice-opt-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io)?;
+    let mut tmp = crate::formats::temp_beside(target)?;
     let mut from = orig_file.and_then(|p| same_file(p, orig));
     {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
