@@ -779,3 +779,118 @@ fn identical_new_constants_share_one_range() {
         assert_eq!(t.to_i64_vec(), Some(v.to_vec()), "{n}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The splice writer's corner cases: a changed model is written as edits of the source text.
+
+/// Loads `xml` (with an 8-byte `.bin`), applies `change`, saves, checks the written text is
+/// well-formed, and returns it with the reloaded model.
+fn splice_case(xml: &str, change: impl FnOnce(&mut OvModel)) -> (String, OvModel) {
+    let (dir, p) = write_case(xml, Some(&[0u8; 8]));
+    let mut m = OvModel::load(&p).unwrap_or_else(|e| panic!("{e}\n{xml}"));
+    change(&mut m);
+    let out = dir.path().join("out.xml");
+    m.save(&out).unwrap();
+    let text = String::from_utf8(read(&out)).unwrap();
+    Document::parse(&text).unwrap_or_else(|e| panic!("not well-formed: {e}\n{text}"));
+    let m2 = OvModel::load(&out).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    (text, m2)
+}
+
+/// Removes the layer `name` whose output 0 is replaced by output 0 of `by`.
+fn bypass(m: &mut OvModel, name: &str, by: &str) {
+    let gone = find(m, name);
+    let by = find(m, by);
+    m.graph.redirect(
+        slice_opt::ir::OutletId {
+            node: gone,
+            port: 0,
+        },
+        slice_opt::ir::OutletId { node: by, port: 0 },
+    );
+    m.graph.g.remove_node(gone);
+}
+
+#[test]
+fn removed_layer_between_comments_keeps_the_comments() {
+    let xml = GOOD
+        .replace("OFFSET", "0")
+        .replace(
+            "\t\t<layer id=\"2\"",
+            "\t\t<!-- before add -->\n\t\t<layer id=\"2\"",
+        )
+        .replace(
+            "\t\t<layer id=\"3\"",
+            "\t\t<!-- after add -->\n\t\t<layer id=\"3\"",
+        )
+        .replace(
+            "\t\t<edge from-layer=\"1\"",
+            "\t\t<!-- edge comment -->\n\t\t<edge from-layer=\"1\"",
+        );
+    assert_eq!(xml.matches("<!--").count(), 3, "{xml}");
+    let (text, m2) = splice_case(&xml, |m| bypass(m, "add", "x"));
+    for c in [
+        "<!-- before add -->",
+        "<!-- after add -->",
+        "<!-- edge comment -->",
+    ] {
+        assert!(text.contains(c), "{c} lost:\n{text}");
+    }
+    assert!(!text.contains("name=\"add\""), "{text}");
+    // x, c, y are left; y reads x (layer 0, port 0 → layer 3, port 0); no edge names layer 2.
+    assert_eq!(m2.graph.g.node_count(), 3, "{text}");
+    assert_eq!(m2.graph.g.edge_count(), 1, "{text}");
+    let y = find(&m2, "y");
+    assert_eq!(m2.graph.input(y, 0).map(|o| o.node), Some(find(&m2, "x")));
+    assert!(
+        text.contains("<edge from-layer=\"0\" from-port=\"0\" to-layer=\"3\" to-port=\"0\""),
+        "{text}"
+    );
+    assert!(!text.contains("layer=\"2\""), "{text}");
+}
+
+/// A Parameter `x` and a Const `c` with no edges; `edges` is what stands for `<edges>`.
+fn no_edges_case(edges: &str) -> String {
+    let good = GOOD.replace("OFFSET", "0");
+    let head = &good[..good.find("\t\t<layer id=\"2\"").unwrap()];
+    format!("{head}\t</layers>\n{edges}</net>\n")
+}
+
+/// Adds a Result `y` reading output 0 of `x`.
+fn add_result(m: &mut OvModel) {
+    let x = find(m, "x");
+    let mut y = Node::op("y", "Result", "opset1");
+    y.num_inputs = 1;
+    let y = m.graph.add_node(y);
+    m.graph
+        .connect(slice_opt::ir::OutletId { node: x, port: 0 }, y, 0);
+}
+
+#[test]
+fn new_edges_go_into_a_self_closing_or_missing_edges_element() {
+    for edges in [
+        "\t<edges/>\n",
+        "\t<edges />\n",
+        "\t<edges>\n\t</edges>\n",
+        "",
+    ] {
+        let xml = no_edges_case(edges);
+        let (text, m2) = splice_case(&xml, add_result);
+        assert_eq!(text.matches("<edges").count(), 1, "one <edges>:\n{text}");
+        assert!(
+            !text.contains("<edges/>") && !text.contains("<edges />"),
+            "{text}"
+        );
+        assert_eq!(m2.graph.g.node_count(), 3, "{text}");
+        assert_eq!(m2.graph.g.edge_count(), 1, "{text}");
+        let y = find(&m2, "y");
+        assert_eq!(m2.graph.input(y, 0).map(|o| o.node), Some(find(&m2, "x")));
+        // The edges come after the layers, inside <net>.
+        let (l, e, n) = (
+            text.find("</layers>").unwrap(),
+            text.find("<edge ").unwrap(),
+            text.find("</net>").unwrap(),
+        );
+        assert!(l < e && e < n, "{text}");
+    }
+}
