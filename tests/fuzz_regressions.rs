@@ -14,13 +14,16 @@ use slice_opt::pipeline::PassKind;
 use slice_opt::{Model, Pipeline};
 
 /// What the fuzz targets do with a model that loads (`fuzz/fuzz_targets/common.rs`).
-fn exercise(model: Model) {
+fn exercise(model: Model, out: &Path) {
+    // In memory, then through the file writers (streamed protobuf; IR source splices).
     let serialize = |m: &Model| match m {
         Model::Onnx(o) => {
             let _ = o.to_proto().map(|p| prost::Message::encode_to_vec(&p));
+            let _ = o.save(&out.join("out.onnx"));
         }
         Model::OpenVino(o) => {
             let _ = o.to_parts();
+            let _ = o.save(&out.join("out.xml"));
         }
     };
     let _ = slice_opt::check::check(&model);
@@ -63,14 +66,14 @@ fn inputs(target: &str) -> Vec<PathBuf> {
     files
 }
 
-fn run_onnx(bytes: &[u8]) {
+fn run_onnx(bytes: &[u8], out: &Path) {
     let path = Path::new("/nonexistent-slice-opt-fuzz/fuzz.onnx");
     if let Ok(m) = OnnxModel::from_bytes(path, bytes::Bytes::copy_from_slice(bytes)) {
-        exercise(Model::Onnx(m));
+        exercise(Model::Onnx(m), out);
     }
 }
 
-fn run_ir(data: &[u8]) {
+fn run_ir(data: &[u8], out: &Path) {
     let (xml, bin) = if data.len() >= 4 {
         let n = u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize;
         let rest = &data[4..];
@@ -85,22 +88,24 @@ fn run_ir(data: &[u8]) {
     let path = Path::new("/nonexistent-slice-opt-fuzz/fuzz.xml");
     let bin = bin.map(bytes::Bytes::copy_from_slice);
     if let Ok(m) = OvModel::from_parts(path, text.to_string(), bin) {
-        exercise(Model::OpenVino(m));
+        exercise(Model::OpenVino(m), out);
     }
 }
 
 #[test]
 fn onnx_decoder_inputs_do_not_panic() {
+    let out = tempfile::tempdir().expect("tempdir");
     for f in inputs("onnx_decoder") {
         eprintln!("{}", f.display());
-        run_onnx(&std::fs::read(&f).expect("read"));
+        run_onnx(&std::fs::read(&f).expect("read"), out.path());
     }
 }
 
 #[test]
 fn ir_reader_inputs_do_not_panic() {
+    let out = tempfile::tempdir().expect("tempdir");
     for f in inputs("ir_reader") {
         eprintln!("{}", f.display());
-        run_ir(&std::fs::read(&f).expect("read"));
+        run_ir(&std::fs::read(&f).expect("read"), out.path());
     }
 }

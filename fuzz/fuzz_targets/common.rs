@@ -8,15 +8,26 @@ use slice_opt::{Model, Pipeline};
 /// runs fast and under the RSS limit without hiding the size checks).
 const FOLD_LIMIT: u64 = 1 << 20;
 
+/// A directory of this process for `save` (the streaming writers write real files).
+fn out_dir() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a temporary directory for the fuzz outputs"))
+        .path()
+}
+
 fn serialize(model: &Model) {
     match model {
         Model::Onnx(m) => {
             if let Ok(p) = m.to_proto() {
                 let _ = prost::Message::encode_to_vec(&p);
             }
+            // The file writer: streams the protobuf and copies tensor bytes.
+            let _ = m.save(&out_dir().join("out.onnx"));
         }
         Model::OpenVino(m) => {
             let _ = m.to_parts();
+            // The file writer: source splices, `.bin` parts.
+            let _ = m.save(&out_dir().join("out.xml"));
         }
     }
 }
