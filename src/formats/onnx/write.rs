@@ -178,15 +178,105 @@ struct StreamWriter<'a> {
     out: &'a File,
     buf: Vec<u8>,
     sources: &'a [Source],
+    /// A range of a source file whose bytes are the next bytes of the output, not yet copied:
+    /// a big byte field, extended by every following byte that is the same as the source's
+    /// next byte, so an unchanged stretch of the input (tensor headers and data alike) is
+    /// one copy, not one per tensor.
+    pending: Option<Pending>,
 }
 
-impl StreamWriter<'_> {
-    fn flush(&mut self) -> io::Result<()> {
-        if !self.buf.is_empty() {
-            (&mut &*self.out).write_all(&self.buf)?;
-            self.buf.clear();
+/// Bytes `start..end` of `sources[src]`'s file, still to be copied to the output.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    src: usize,
+    start: u64,
+    end: u64,
+}
+
+impl<'a> StreamWriter<'a> {
+    fn new(out: &'a File, sources: &'a [Source]) -> StreamWriter<'a> {
+        StreamWriter {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT + 64 * 1024),
+            sources,
+            pending: None,
+        }
+    }
+
+    /// Expects the output to start as the file of `sources[src]` does (an unchanged model
+    /// is then copied whole).
+    fn expect_source_prefix(&mut self, src: usize) {
+        if self.sources.get(src).is_some_and(|s| s.file.is_some()) {
+            self.pending = Some(Pending {
+                src,
+                start: 0,
+                end: 0,
+            });
+        }
+    }
+
+    /// True when the buffered bytes are the bytes of the source that follow `p`.
+    fn buf_continues(&self, p: &Pending) -> bool {
+        let map = &self.sources[p.src].map;
+        let Ok(end) = usize::try_from(p.end) else {
+            return false;
+        };
+        end.checked_add(self.buf.len())
+            .and_then(|e| map.get(end..e))
+            .is_some_and(|s| s == &self.buf[..])
+    }
+
+    /// Copies the pending source range to the output.
+    fn flush_pending(&mut self) -> io::Result<()> {
+        let Some(p) = self.pending.take() else {
+            return Ok(());
+        };
+        let want = p.end - p.start;
+        if want == 0 {
+            return Ok(());
+        }
+        let Some(file) = self.sources[p.src].file.as_ref() else {
+            return Err(io::Error::other("a source range to copy has no file"));
+        };
+        let mut src: &File = file;
+        src.seek(SeekFrom::Start(p.start))?;
+        // File to file: `std::io::copy` uses copy_file_range / sendfile where it can.
+        let copied = io::copy(&mut src.take(want), &mut &*self.out)?;
+        if copied != want {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("source file shrank: copied {copied} of {want} bytes"),
+            ));
         }
         Ok(())
+    }
+
+    /// Moves the buffered bytes on: into the pending range when they continue it, else
+    /// (after the pending range) to the output.
+    fn flush(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        if let Some(p) = self.pending {
+            if self.buf_continues(&p) {
+                self.pending = Some(Pending {
+                    end: p.end + self.buf.len() as u64,
+                    ..p
+                });
+                self.buf.clear();
+                return Ok(());
+            }
+            self.flush_pending()?;
+        }
+        (&mut &*self.out).write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Writes out everything: the last call.
+    fn finish(&mut self) -> io::Result<()> {
+        self.flush()?;
+        self.flush_pending()
     }
 
     fn maybe_flush(&mut self) -> io::Result<()> {
@@ -196,14 +286,14 @@ impl StreamWriter<'_> {
         Ok(())
     }
 
-    /// Where `b` lies in a mapped source file: (file, offset).
-    fn locate(&self, b: &Bytes) -> Option<(&Arc<File>, u64)> {
+    /// Where `b` lies in a mapped source file: (index in `sources`, offset).
+    fn locate(&self, b: &Bytes) -> Option<(usize, u64)> {
         let p = b.as_ptr() as usize;
-        self.sources.iter().find_map(|s| {
+        self.sources.iter().enumerate().find_map(|(k, s)| {
             let base = s.map.as_ptr() as usize;
-            let file = s.file.as_ref()?;
+            s.file.as_ref()?;
             let end = p.checked_add(b.len())?;
-            (p >= base && end <= base + s.map.len()).then(|| (file, (p - base) as u64))
+            (p >= base && end <= base + s.map.len()).then_some((k, (p - base) as u64))
         })
     }
 
@@ -214,20 +304,23 @@ impl StreamWriter<'_> {
             return self.maybe_flush();
         }
         self.flush()?;
-        if let Some((file, offset)) = self.locate(b) {
-            let mut src: &File = file;
-            src.seek(SeekFrom::Start(offset))?;
-            let want = b.len() as u64;
-            // File to file: `std::io::copy` uses copy_file_range / sendfile where it can.
-            let copied = io::copy(&mut src.take(want), &mut &*self.out)?;
-            if copied != want {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("source file shrank: copied {copied} of {want} bytes"),
-                ));
+        if let Some((src, offset)) = self.locate(b) {
+            let len = b.len() as u64;
+            if let Some(p) = &mut self.pending {
+                if self.buf.is_empty() && p.src == src && p.end == offset {
+                    p.end += len;
+                    return Ok(());
+                }
             }
+            self.flush_pending()?;
+            self.pending = Some(Pending {
+                src,
+                start: offset,
+                end: offset + len,
+            });
             return Ok(());
         }
+        self.flush_pending()?;
         (&mut &*self.out).write_all(b)
     }
 
@@ -348,7 +441,7 @@ impl StreamWriter<'_> {
         self.messages(20, &m.training_info)?;
         self.messages(25, &m.functions)?;
         self.messages(26, &m.configuration)?;
-        self.flush()
+        self.finish()
     }
 }
 
@@ -361,11 +454,9 @@ pub fn write_model(
     graph: Option<&GraphOut<'_>>,
     sources: &[Source],
 ) -> io::Result<()> {
-    let mut w = StreamWriter {
-        out,
-        buf: Vec::with_capacity(FLUSH_AT + 64 * 1024),
-        sources,
-    };
+    let mut w = StreamWriter::new(out, sources);
+    // `sources[0]` is the model file read: an unchanged start of the model is copied from it.
+    w.expect_source_prefix(0);
     w.model(m, graph)
 }
 
@@ -436,11 +527,7 @@ pub fn externalize(
 /// Writes the external data file made by [`externalize`]: each chunk at its offset (zeros
 /// between), copied file to file when it lies in one of `sources`.
 pub fn write_data_file(out: &File, chunks: &[(u64, Bytes)], sources: &[Source]) -> io::Result<()> {
-    let mut w = StreamWriter {
-        out,
-        buf: Vec::with_capacity(FLUSH_AT + 64 * 1024),
-        sources,
-    };
+    let mut w = StreamWriter::new(out, sources);
     let mut at = 0u64;
     for (offset, b) in chunks {
         let pad = offset.checked_sub(at).ok_or_else(|| {
@@ -450,7 +537,7 @@ pub fn write_data_file(out: &File, chunks: &[(u64, Bytes)], sources: &[Source]) 
         w.bytes(b)?;
         at = offset + b.len() as u64;
     }
-    w.flush()
+    w.finish()
 }
 
 /// The byte-level writer as a `Vec` (tests): what [`write_model`] writes.
@@ -548,6 +635,79 @@ mod tests {
             assert_eq!(
                 encode_streamed(&ModelProto::default(), &src).unwrap(),
                 ModelProto::default().encode_to_vec()
+            );
+        }
+    }
+
+    /// Unchanged stretches of the source are copied as one range: the bytes must still be
+    /// exactly prost's, whatever changed around, inside or between the big tensors.
+    #[test]
+    fn coalesced_copies_equal_prost_encoding() {
+        let tensor = |k: u8| TensorProto {
+            dims: vec![BIG as i64 * 2],
+            data_type: Some(2),
+            name: Some(format!("w{k}")),
+            raw_data: Some(Bytes::from(
+                (0..BIG * 2).map(|i| (i as u8).wrapping_mul(k)).collect::<Vec<u8>>(),
+            )),
+            ..Default::default()
+        };
+        let m = ModelProto {
+            ir_version: Some(8),
+            producer_name: Some("p".into()),
+            graph: Some(GraphProto {
+                node: vec![NodeProto {
+                    op_type: Some("Identity".into()),
+                    input: vec!["w0".into()],
+                    output: vec!["y".into()],
+                    ..Default::default()
+                }],
+                initializer: (0..6).map(tensor).collect(),
+                name: Some("g".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let bytes = m.encode_to_vec();
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&bytes).unwrap();
+        let map = Bytes::from(bytes.clone());
+        let src = [Source {
+            map: map.clone(),
+            file: Some(Arc::new(f)),
+        }];
+        let read = ModelProto::decode(map).unwrap();
+        type Change = fn(&mut ModelProto);
+        let changes: [(&str, Change); 7] = [
+            ("unchanged", |_| {}),
+            ("producer renamed (first bytes differ)", |m| {
+                m.producer_name = Some("q".into())
+            }),
+            ("a middle tensor's bytes replaced", |m| {
+                let t = &mut m.graph.as_mut().unwrap().initializer[3];
+                t.raw_data = Some(Bytes::from(vec![7u8; BIG * 2]));
+            }),
+            ("a middle tensor renamed (header differs)", |m| {
+                m.graph.as_mut().unwrap().initializer[2].name = Some("renamed".into());
+            }),
+            ("a middle tensor removed", |m| {
+                m.graph.as_mut().unwrap().initializer.remove(2);
+            }),
+            ("two tensors swapped", |m| {
+                m.graph.as_mut().unwrap().initializer.swap(1, 4);
+            }),
+            ("a tensor added at the end", |m| {
+                let t = m.graph.as_ref().unwrap().initializer[0].clone();
+                m.graph.as_mut().unwrap().initializer.push(t);
+            }),
+        ];
+        for (what, change) in changes {
+            let mut m2 = read.clone();
+            change(&mut m2);
+            assert_eq!(
+                encode_streamed(&m2, &src).unwrap(),
+                m2.encode_to_vec(),
+                "{what}"
             );
         }
     }
