@@ -57,7 +57,8 @@ impl Error {
         }
     }
 
-    /// True when the error means the input could not be read at all (exit code 2 in the CLI).
+    /// True when the error means the input could not be read at all, or a file could not be
+    /// written (exit code 2 in the CLI).
     pub fn is_input_error(&self) -> bool {
         matches!(
             self,

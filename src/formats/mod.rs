@@ -190,7 +190,15 @@ pub fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
         // Passed to open(2), so the umask applies.
         b.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let tmp = b.tempfile_in(dir).map_err(io)?;
+    let tmp = b.tempfile_in(dir).map_err(|e| {
+        // Name the directory, not the temporary file's random name.
+        let reason = e.to_string();
+        let reason = reason.split(" at path ").next().unwrap_or(&reason);
+        io(std::io::Error::new(
+            e.kind(),
+            format!("cannot create a file in {}: {reason}", dir.display()),
+        ))
+    })?;
     if let Ok(meta) = std::fs::metadata(path) {
         if meta.is_file() {
             tmp.as_file()

@@ -648,7 +648,9 @@ mod tests {
             data_type: Some(2),
             name: Some(format!("w{k}")),
             raw_data: Some(Bytes::from(
-                (0..BIG * 2).map(|i| (i as u8).wrapping_mul(k)).collect::<Vec<u8>>(),
+                (0..BIG * 2)
+                    .map(|i| (i as u8).wrapping_mul(k))
+                    .collect::<Vec<u8>>(),
             )),
             ..Default::default()
         };
