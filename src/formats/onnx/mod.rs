@@ -291,8 +291,22 @@ pub fn map_file(path: &Path) -> Result<Bytes> {
     map_file_with_handle(path).map(|(b, _)| b)
 }
 
+/// Memory-maps a file whose bytes are read here and there, not front to back (an IR `.bin`:
+/// passes read a few small constants out of a file of weights that are copied file to file):
+/// a page fault reads that page, not a readahead window around it.
+pub fn map_file_sparse(path: &Path) -> Result<Bytes> {
+    map_file_advised(path, Some(memmap2::Advice::Random)).map(|(b, _)| b)
+}
+
 /// Memory-maps a file as `Bytes`, also returning the open file (`None` for an empty file).
 pub fn map_file_with_handle(path: &Path) -> Result<(Bytes, Option<std::fs::File>)> {
+    map_file_advised(path, None)
+}
+
+fn map_file_advised(
+    path: &Path,
+    advice: Option<memmap2::Advice>,
+) -> Result<(Bytes, Option<std::fs::File>)> {
     let io = |source| Error::Io {
         path: path.to_path_buf(),
         source,
@@ -305,6 +319,10 @@ pub fn map_file_with_handle(path: &Path) -> Result<(Bytes, Option<std::fs::File>
     // SAFETY: the map is read-only; a file truncated under us by another process is outside
     // what any reader can defend against (documented in the README).
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
+    if let Some(a) = advice {
+        // Advice only: a kernel that ignores it reads the same bytes.
+        let _ = map.advise(a);
+    }
     Ok((Bytes::from_owner(map), Some(file)))
 }
 

@@ -35,7 +35,7 @@ use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use petgraph::Direction;
 
 use crate::error::{Error, Result};
-use crate::formats::onnx::map_file;
+use crate::formats::onnx::{map_file, map_file_sparse};
 use crate::ir::{
     Attr, DType, DeclaredDim, Graph, Node, NodeKind, Origin, Tensor, TensorData, Value, ValueType,
     Wire,
@@ -589,7 +589,7 @@ impl OvModel {
         let bin_path = bin_path_for(path);
         let source_file = FileId::of(path);
         let (bin, bin_file) = if bin_path.is_file() {
-            (Some(map_file(&bin_path)?), FileId::of(&bin_path))
+            (Some(map_file_sparse(&bin_path)?), FileId::of(&bin_path))
         } else {
             (None, None)
         };
