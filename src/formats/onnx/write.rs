@@ -293,7 +293,11 @@ impl<'a> StreamWriter<'a> {
             let base = s.map.as_ptr() as usize;
             s.file.as_ref()?;
             let end = p.checked_add(b.len())?;
-            (p >= base && end <= base + s.map.len()).then_some((k, (p - base) as u64))
+            if p >= base && end <= base + s.map.len() {
+                Some((k, (p - base) as u64))
+            } else {
+                None
+            }
         })
     }
 
