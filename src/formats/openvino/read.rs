@@ -1,0 +1,532 @@
+//! Reading OpenVINO IR: the streaming loader that builds the graph from `<layers>` and `<edges>`.
+
+use super::*;
+
+pub(super) fn parse_int(el: El<'_, '_>, attr: &str) -> Option<i64> {
+    el.attr(attr)?.trim().parse().ok()
+}
+
+/// Parses a `Const` `shape` attribute (`""` = scalar, `"2,3"`).
+pub(super) fn parse_shape(s: &str) -> Option<Vec<u64>> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Some(Vec::new());
+    }
+    s.split(',').map(|p| p.trim().parse::<u64>().ok()).collect()
+}
+
+/// Byte size of `count` elements of `dtype`, packed (sub-byte types round up).
+pub(super) fn packed_size(dtype: DType, count: u64) -> Option<u64> {
+    let bits = count.checked_mul(dtype.bits() as u64)?;
+    Some(bits.div_ceil(8))
+}
+
+/// What a Const layer's `<data>` says about its bytes.
+pub(super) struct ConstSpec {
+    offset: u64,
+    size: u64,
+    /// Element type and shape, when we can represent the tensor (not strings or unknown types).
+    typed: Option<(DType, Vec<u64>)>,
+}
+
+pub(super) fn const_spec(path: &Path, layer: El<'_, '_>) -> Result<ConstSpec> {
+    let data = layer
+        .child("data")
+        .ok_or_else(|| layer_err(path, layer, "Const layer has no <data>"))?;
+    let num = |name: &str| -> Result<u64> {
+        let v = data
+            .attr(name)
+            .ok_or_else(|| layer_err(path, layer, format!("Const <data> has no '{name}'")))?;
+        v.trim().parse::<u64>().map_err(|_| {
+            layer_err(
+                path,
+                layer,
+                format!("Const '{name}' is not a non-negative integer: '{v}'"),
+            )
+        })
+    };
+    let offset = num("offset")?;
+    let size = num("size")?;
+    let et = data.attr("element_type").unwrap_or_default();
+    let shape_text = data.attr("shape").unwrap_or_default();
+    let shape = parse_shape(shape_text).ok_or_else(|| {
+        layer_err(
+            path,
+            layer,
+            format!("Const shape '{shape_text}' is not valid"),
+        )
+    })?;
+    let typed = match DType::from_ov_name(et) {
+        Some(DType::String) | None => None,
+        Some(d) => {
+            let count = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+            let expected = count.and_then(|c| packed_size(d, c)).ok_or_else(|| {
+                layer_err(
+                    path,
+                    layer,
+                    format!("Const shape '{shape_text}' is too large"),
+                )
+            })?;
+            // OpenVINO itself writes empty constants with `size="1"`: accept any size there.
+            if expected != size && expected != 0 {
+                return Err(layer_err(
+                    path,
+                    layer,
+                    format!(
+                        "Const size {size} does not match element_type {et} x shape [{shape_text}] \
+                         ({expected} bytes)"
+                    ),
+                ));
+            }
+            Some((d, shape))
+        }
+    };
+    Ok(ConstSpec {
+        offset,
+        size,
+        typed,
+    })
+}
+
+/// Checks a Const range against the `.bin`.
+pub(super) fn check_range(
+    path: &Path,
+    bin_path: &Path,
+    layer: El<'_, '_>,
+    bin: Option<&Bytes>,
+    offset: u64,
+    size: u64,
+) -> Result<Option<Bytes>> {
+    if size == 0 {
+        return Ok(Some(Bytes::new()));
+    }
+    let Some(bin) = bin else {
+        return Err(layer_err(
+            path,
+            layer,
+            format!(
+                "Const needs {size} bytes of weights but {} does not exist",
+                bin_path.display()
+            ),
+        ));
+    };
+    let end = offset
+        .checked_add(size)
+        .filter(|&e| e <= bin.len() as u64)
+        .ok_or_else(|| {
+            layer_err(
+                path,
+                layer,
+                format!(
+                    "Const offset {offset} + size {size} passes the end of {} ({} bytes)",
+                    bin_path.display(),
+                    bin.len()
+                ),
+            )
+        })?;
+    // Both fit in the file length, which is a usize.
+    let (o, e) = (offset as usize, end as usize);
+    Ok(Some(bin.slice(o..e)))
+}
+
+pub(super) fn output_value(path: &Path, layer: El<'_, '_>, port: El<'_, '_>) -> Result<Value> {
+    let dtype = port.attr("precision").and_then(DType::from_ov_name);
+    let mut shape = Vec::new();
+    for d in port.elements().filter(|e| e.name() == "dim") {
+        let t = d.text();
+        shape.push(parse_dim(&t).ok_or_else(|| {
+            layer_err(
+                path,
+                layer,
+                format!(
+                    "port {}: dim '{}' is not valid",
+                    port.attr("id").unwrap_or("?"),
+                    t.trim()
+                ),
+            )
+        })?);
+    }
+    Ok(Value {
+        name: port.attr("names").unwrap_or_default().to_string(),
+        ty: ValueType {
+            dtype,
+            shape: Some(shape),
+        },
+        ty_changed: false,
+    })
+}
+
+pub(super) fn port_ids(path: &Path, layer: El<'_, '_>, group: &str) -> Result<Vec<i64>> {
+    let mut ids = Vec::new();
+    if let Some(g) = layer.child(group) {
+        for p in g.elements().filter(|e| e.name() == "port") {
+            let id = parse_int(p, "id").ok_or_else(|| {
+                layer_err(path, layer, format!("an <{group}> port has no valid id"))
+            })?;
+            ids.push(id);
+        }
+    }
+    Ok(ids)
+}
+
+/// Builds the graph from what [`xml::scan`] hands over.
+pub(super) struct Loader<'a> {
+    path: &'a Path,
+    bin_path: PathBuf,
+    bin: Option<&'a Bytes>,
+    version: u32,
+    graph: Graph,
+    records: Vec<LayerRecord>,
+    by_id: HashMap<i64, (usize, NodeIndex)>,
+    layer_srcs: Vec<LayerSrc>,
+    offset_tags: Vec<OffsetTag>,
+    body_consts: Vec<(u64, u64)>,
+    /// Edges as read.
+    edges: Vec<EdgeSrc>,
+    /// The first `<edge>` whose attributes are not all integers: how many edges came before
+    /// it, and where it is.
+    bad_edge: Option<(usize, Range<usize>)>,
+}
+
+impl<'s> xml::Sink<'s> for Loader<'_> {
+    type Error = Error;
+
+    fn root(&mut self, net: El<'_, 's>) -> Result<()> {
+        let path = self.path;
+        if net.name() != "net" {
+            return Err(fmt_err(
+                path,
+                format!(
+                    "root element is <{}>, not <net>: not OpenVINO IR",
+                    net.name()
+                ),
+            ));
+        }
+        let version: u32 = net
+            .attr("version")
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| fmt_err(path, "<net> has no valid 'version'"))?;
+        if version != 10 && version != 11 {
+            return Err(fmt_err(
+                path,
+                format!("IR version {version} is not supported (10 and 11 are)"),
+            ));
+        }
+        self.version = version;
+        Ok(())
+    }
+
+    fn layer(&mut self, el: El<'_, 's>, gap: usize) -> Result<()> {
+        if el.name() != "layer" {
+            return Ok(());
+        }
+        let path = self.path;
+        let bin = self.bin;
+        let i = self.records.len();
+        let id =
+            parse_int(el, "id").ok_or_else(|| layer_err(path, el, "layer has no valid 'id'"))?;
+        let op_type = el.attr("type").unwrap_or_default();
+        let input_ports = port_ids(path, el, "input")?;
+        let output_ports = port_ids(path, el, "output")?;
+        {
+            let mut seen = HashSet::new();
+            for p in input_ports.iter().chain(output_ports.iter()) {
+                if !seen.insert(*p) {
+                    return Err(layer_err(path, el, format!("port id {p} is used twice")));
+                }
+            }
+        }
+        let mut node = Node::op(
+            el.attr("name").unwrap_or_default(),
+            op_type,
+            el.attr("version").unwrap_or_default(),
+        );
+        node.origin = Origin::OvLayer(i);
+        node.order = (0, i as u64);
+        node.dirty = false;
+        node.num_inputs = input_ports.len();
+        if let Some(data) = el.child("data") {
+            node.attrs = data
+                .attrs()
+                .map(|(k, v)| (k.to_string(), Attr::String(v.to_string())))
+                .collect();
+        }
+        if let Some(out) = el.child("output") {
+            for p in out.elements().filter(|e| e.name() == "port") {
+                node.outputs.push(output_value(path, el, p)?);
+            }
+        }
+        let mut const_range = None;
+        if op_type == "Const" {
+            let spec = const_spec(path, el)?;
+            let bytes = check_range(path, &self.bin_path, el, bin, spec.offset, spec.size)?;
+            const_range = Some((spec.offset, spec.size));
+            if let (Some((dtype, shape)), Some(bytes)) = (spec.typed, bytes) {
+                let empty = shape.contains(&0);
+                node.kind = NodeKind::Const(Tensor {
+                    dtype,
+                    shape,
+                    data: TensorData::Raw(if empty { Bytes::new() } else { bytes }),
+                });
+            }
+        }
+        // Constants inside bodies must fit the .bin too (they are written back as they are).
+        let b0 = self.body_consts.len();
+        for l in el
+            .descendants()
+            .filter(|l| l.name() == "layer" && l.attr("type") == Some("Const"))
+        {
+            let spec = const_spec(path, l)?;
+            check_range(path, &self.bin_path, l, bin, spec.offset, spec.size)?;
+            self.body_consts.push((spec.offset, spec.size));
+        }
+        // The `<data>` tags whose offset follows the compaction: this layer's own, and those of
+        // body layers not inside a `<data>`.
+        let t0 = self.offset_tags.len();
+        let mut todo = vec![el];
+        while let Some(e) = todo.pop() {
+            if e.name() == "layer" && e.attr("type") == Some("Const") {
+                if let Some(d) = e.child("data") {
+                    if let Some(offset) = d.attr("offset").and_then(|v| v.trim().parse().ok()) {
+                        self.offset_tags.push(OffsetTag {
+                            tag: d.tag(),
+                            offset,
+                        });
+                    }
+                }
+            }
+            todo.extend(e.elements().filter(|c| c.name() != "data"));
+        }
+        self.graph.reserve_name(&node.name);
+        for v in &node.outputs {
+            self.graph.reserve_name(&v.name);
+        }
+        let ix = self.graph.add_node(node);
+        if self.by_id.insert(id, (i, ix)).is_some() {
+            return Err(layer_err(path, el, format!("layer id {id} is used twice")));
+        }
+        self.records.push(LayerRecord {
+            id,
+            input_ports,
+            output_ports,
+            const_range,
+        });
+        self.layer_srcs.push(LayerSrc {
+            span: el.span(),
+            gap,
+            offset_tags: t0..self.offset_tags.len(),
+            body_consts: b0..self.body_consts.len(),
+        });
+        Ok(())
+    }
+
+    fn edge(&mut self, e: El<'_, 's>, gap: usize) -> Result<()> {
+        if e.name() != "edge" {
+            return Ok(());
+        }
+        let ends = ["from-layer", "from-port", "to-layer", "to-port"].map(|k| parse_int(e, k));
+        match ends {
+            [Some(a), Some(b), Some(c), Some(d)] => self.edges.push(EdgeSrc {
+                span: e.span(),
+                gap,
+                ends: [a, b, c, d],
+            }),
+            _ => {
+                if self.bad_edge.is_none() {
+                    self.bad_edge = Some((self.edges.len(), e.span()));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl OvModel {
+    pub(super) fn from_bytes(path: &Path, source: Bytes, bin: Option<Bytes>) -> Result<OvModel> {
+        let text = text_of(path, &source)?;
+        let mut loader = Loader {
+            path,
+            bin_path: bin_path_for(path),
+            bin: bin.as_ref(),
+            version: 0,
+            graph: Graph::new(),
+            records: Vec::new(),
+            by_id: HashMap::new(),
+            layer_srcs: Vec::new(),
+            offset_tags: Vec::new(),
+            body_consts: Vec::new(),
+            edges: Vec::new(),
+            bad_edge: None,
+        };
+        let outline = xml::scan(text, &mut loader).map_err(|e| match e {
+            xml::ScanError::Xml(m) => fmt_err(path, m),
+            xml::ScanError::Sink(e) => e,
+        })?;
+        if outline.layers.is_none() {
+            return Err(fmt_err(path, "<net> has no <layers>: not OpenVINO IR"));
+        }
+        let Loader {
+            version,
+            mut graph,
+            records,
+            by_id,
+            layer_srcs,
+            offset_tags,
+            body_consts,
+            edges: edge_srcs,
+            bad_edge: bad,
+            ..
+        } = loader;
+        for (k, e) in edge_srcs.iter().enumerate() {
+            if let Some((at, span)) = &bad {
+                if *at == k {
+                    return Err(bad_edge(path, &source, span.clone()));
+                }
+            }
+            let (from, to) = resolve_edge(path, &source, e, &by_id, &records, &layer_srcs)?;
+            if graph.input(to.0, to.1).is_some() {
+                let n = graph.node(to.0);
+                return Err(Error::Node {
+                    path: path.to_path_buf(),
+                    node: n.name.clone(),
+                    op: n.op_type.clone(),
+                    message: format!("input port {} is fed by more than one edge", to.2),
+                });
+            }
+            graph.g.add_edge(
+                from.0,
+                to.0,
+                Wire {
+                    src_port: from.1,
+                    dst_port: to.1,
+                },
+            );
+        }
+        if let Some((_, span)) = bad {
+            return Err(bad_edge(path, &source, span));
+        }
+        drop(by_id);
+        graph.topo_order().map_err(|c| Error::Node {
+            path: path.to_path_buf(),
+            node: c.0,
+            op: String::new(),
+            message: "the graph has a cycle through this layer".into(),
+        })?;
+        let loaded_nodes = graph.g.node_count();
+        let loaded_edges = graph.g.edge_count();
+        Ok(OvModel {
+            path: path.to_path_buf(),
+            graph,
+            version,
+            source,
+            outline,
+            bin,
+            bin_file: None,
+            source_file: None,
+            layers: records,
+            layer_srcs,
+            offset_tags,
+            body_consts,
+            edge_srcs,
+            loaded_nodes,
+            loaded_edges,
+        })
+    }
+}
+
+pub(super) type PortRef = (NodeIndex, usize, i64);
+
+/// The error for an `<edge>` whose attributes are not all integers.
+pub(super) fn bad_edge(path: &Path, source: &[u8], span: Range<usize>) -> Error {
+    let e = match materialize(path, source, span) {
+        Ok((_, e)) => e,
+        Err(e) => return e,
+    };
+    let name = ["from-layer", "from-port", "to-layer", "to-port"]
+        .into_iter()
+        .find(|k| {
+            e.attr(k)
+                .and_then(|v| v.trim().parse::<i64>().ok())
+                .is_none()
+        })
+        .unwrap_or("from-layer");
+    fmt_err(
+        path,
+        format!(
+            "<edge> has no valid '{name}' ({})",
+            e.attrs
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    )
+}
+
+/// The error for layer `i` (parsed again from the source to name it).
+pub(super) fn layer_i_err(
+    path: &Path,
+    source: &[u8],
+    srcs: &[LayerSrc],
+    i: usize,
+    msg: String,
+) -> Error {
+    let Some(s) = srcs.get(i) else {
+        return fmt_err(path, msg);
+    };
+    match materialize(path, source, s.span.clone()) {
+        Ok((_, el)) => owned_layer_err(path, &el, msg),
+        Err(e) => e,
+    }
+}
+
+pub(super) fn resolve_edge(
+    path: &Path,
+    source: &[u8],
+    e: &EdgeSrc,
+    by_id: &HashMap<i64, (usize, NodeIndex)>,
+    records: &[LayerRecord],
+    srcs: &[LayerSrc],
+) -> Result<(PortRef, PortRef)> {
+    let [fl, fp, tl, tp] = e.ends;
+    let find = |layer: i64, other: i64| -> Result<(usize, NodeIndex)> {
+        by_id.get(&layer).copied().ok_or_else(|| {
+            let msg = format!(
+                "edge from-layer {fl} port {fp} to-layer {tl} port {tp}: no layer has id {layer}"
+            );
+            match by_id.get(&other) {
+                Some(&(i, _)) => layer_i_err(path, source, srcs, i, msg),
+                None => fmt_err(path, msg),
+            }
+        })
+    };
+    let (fi, fix) = find(fl, tl)?;
+    let (ti, tix) = find(tl, fl)?;
+    let src = records[fi]
+        .output_ports
+        .iter()
+        .position(|&p| p == fp)
+        .ok_or_else(|| {
+            layer_i_err(
+                path,
+                source,
+                srcs,
+                fi,
+                format!("edge to layer {tl}: layer {fl} has no output port {fp}"),
+            )
+        })?;
+    let dst = records[ti]
+        .input_ports
+        .iter()
+        .position(|&p| p == tp)
+        .ok_or_else(|| {
+            layer_i_err(
+                path,
+                source,
+                srcs,
+                ti,
+                format!("edge from layer {fl}: layer {tl} has no input port {tp}"),
+            )
+        })?;
+    Ok(((fix, src, fp), (tix, dst, tp)))
+}

@@ -1,0 +1,920 @@
+//! Writing OpenVINO IR: the untouched file as it was read, or the source text with splices and a compacted `.bin`.
+
+use super::read::packed_size;
+use super::*;
+
+/// The IR `precision` name of a port of element type `d`.
+pub(super) fn precision_name(d: DType) -> String {
+    match d {
+        DType::Bool => "BOOL".to_string(),
+        DType::F32 => "FP32".to_string(),
+        DType::F16 => "FP16".to_string(),
+        DType::F64 => "FP64".to_string(),
+        other => other.ov_name().to_ascii_uppercase(),
+    }
+}
+
+impl OvModel {
+    /// What would be written: the `.xml` as pieces and the `.bin` as parts.
+    pub(super) fn plan(&self) -> Result<(Vec<Piece>, Vec<BinPart>)> {
+        let bin = self.bin.clone().unwrap_or_default();
+        if self.is_untouched() {
+            let whole = vec![BinPart::Original(0..bin.len())];
+            return Ok((vec![Piece::Source(0..self.source.len())], whole));
+        }
+        let mut w = Writer::new(self, bin);
+        let pieces = w.rebuild()?;
+        Ok((pieces, w.bin_parts()))
+    }
+}
+
+/// A part of a written file.
+pub(super) enum Out<'a> {
+    /// A byte range of the file read.
+    Original(Range<usize>),
+    /// New bytes.
+    New(&'a [u8]),
+}
+
+/// Ranges at least this long are copied file to file.
+pub(super) const COPY_MIN: usize = 1 << 16;
+
+/// Writes `parts` atomically to `target` (a temporary file beside it, then a rename). Original
+/// ranges come from `orig` (the map of the file read), or, for long ones, straight from
+/// `orig_file` while it is still that file (`copy_file_range` on Linux).
+pub(super) fn write_copying<'a>(
+    target: &Path,
+    parts: impl Iterator<Item = Out<'a>>,
+    orig: &Bytes,
+    orig_file: Option<&FileId>,
+) -> Result<()> {
+    let io = |source| Error::Io {
+        path: target.to_path_buf(),
+        source,
+    };
+    let mut tmp = crate::formats::temp_beside(target)?;
+    let mut from = orig_file.and_then(|p| same_file(p, orig));
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        for p in parts {
+            match p {
+                Out::Original(r) => {
+                    if r.len() >= COPY_MIN {
+                        if let Some(f) = from.as_mut() {
+                            w.flush().map_err(io)?;
+                            if copy_range(f, w.get_mut(), r.clone()).is_ok() {
+                                continue;
+                            }
+                            // Use the map from here on.
+                            from = None;
+                        }
+                    }
+                    w.write_all(orig.get(r).unwrap_or_default()).map_err(io)?;
+                }
+                Out::New(b) => w.write_all(b).map_err(io)?,
+            }
+        }
+        w.flush().map_err(io)?;
+    }
+    tmp.persist(target).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Copies bytes `r` of `from` to the end of `out` (`copy_file_range` on Linux).
+pub(super) fn copy_range(
+    from: &mut std::fs::File,
+    out: &mut std::fs::File,
+    r: Range<usize>,
+) -> std::io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let at = out.stream_position()?;
+    let len = (r.end - r.start) as u64;
+    let res = (|| {
+        from.seek(SeekFrom::Start(r.start as u64))?;
+        let n = std::io::copy(&mut (&*from).take(len), out)?;
+        if n == len {
+            Ok(())
+        } else {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the .bin is shorter than when it was read",
+            ))
+        }
+    })();
+    if res.is_err() {
+        // Undo a partial copy.
+        out.set_len(at)?;
+        out.seek(SeekFrom::Start(at))?;
+    }
+    res
+}
+
+/// The XML identity a node gets in the written file.
+#[derive(Debug, Clone)]
+pub(super) struct Placed {
+    id: i64,
+    inputs: Vec<i64>,
+    outputs: Vec<i64>,
+}
+
+/// The kept ranges of the original `.bin` and where they go in the written one.
+#[derive(Debug, Default)]
+pub(super) struct Compaction {
+    /// Disjoint, sorted `(old start, old end, new start)`.
+    kept: Vec<(u64, u64, u64)>,
+    /// Total size of the kept ranges.
+    len: u64,
+}
+
+impl Compaction {
+    /// Merges the referenced `(offset, size)` ranges (overlapping or touching ranges become one,
+    /// so shared bytes stay shared); empty ranges keep nothing.
+    fn new(mut refs: Vec<(u64, u64)>) -> Compaction {
+        refs.retain(|&(_, size)| size > 0);
+        refs.sort_unstable();
+        let mut kept: Vec<(u64, u64, u64)> = Vec::new();
+        let mut len = 0u64;
+        for (off, size) in refs {
+            let end = off.saturating_add(size);
+            match kept.last_mut() {
+                Some(last) if off <= last.1 => {
+                    if end > last.1 {
+                        len += end - last.1;
+                        last.1 = end;
+                    }
+                }
+                _ => {
+                    kept.push((off, end, len));
+                    len += end - off;
+                }
+            }
+        }
+        Compaction { kept, len }
+    }
+
+    /// Where original offset `off` is in the compacted `.bin` (an offset in a dropped gap maps
+    /// to where the gap was, which only empty ranges use).
+    fn map(&self, off: u64) -> u64 {
+        let i = self.kept.partition_point(|&(start, _, _)| start <= off);
+        match i.checked_sub(1).map(|i| self.kept[i]) {
+            Some((start, end, new)) => new + (off.min(end) - start),
+            None => 0,
+        }
+    }
+
+    /// True when nothing moves: the kept bytes are the whole `.bin` of `len` bytes.
+    fn is_whole(&self, len: u64) -> bool {
+        self.len == len
+    }
+}
+
+/// Builds the changed document and `.bin`.
+pub(super) struct Writer<'a> {
+    m: &'a OvModel,
+    /// The original `.bin`.
+    bin: Bytes,
+    /// Which of its ranges are kept (set by `rebuild` before any layer is built).
+    compaction: Compaction,
+    /// New constants, appended after the kept ranges.
+    new_parts: Vec<Bytes>,
+    /// Length of the written `.bin` so far.
+    bin_len: u64,
+    /// Offsets of the new constants by content, to share identical ones.
+    appended: HashMap<Bytes, u64>,
+    /// Constants whose data is their original range's bytes: that (original) range.
+    reused: HashMap<NodeIndex, (u64, u64)>,
+    unit: String,
+}
+
+impl<'a> Writer<'a> {
+    fn new(m: &'a OvModel, bin: Bytes) -> Writer<'a> {
+        let unit = m.outline.unit.clone().unwrap_or_else(|| "\t".to_string());
+        Writer {
+            m,
+            bin,
+            compaction: Compaction::default(),
+            new_parts: Vec::new(),
+            bin_len: 0,
+            appended: HashMap::new(),
+            reused: HashMap::new(),
+            unit,
+        }
+    }
+
+    /// The written `.bin`: the kept ranges of the original (the original itself when all of it
+    /// is kept), then the new constants.
+    fn bin_parts(self) -> Vec<BinPart> {
+        let mut parts = Vec::with_capacity(self.compaction.kept.len() + self.new_parts.len());
+        if self.compaction.is_whole(self.bin.len() as u64) {
+            parts.push(BinPart::Original(0..self.bin.len()));
+        } else {
+            for &(start, end, _) in &self.compaction.kept {
+                // Kept ranges were checked against the `.bin` when loading.
+                parts.push(BinPart::Original(start as usize..end as usize));
+            }
+        }
+        parts.extend(self.new_parts.into_iter().map(BinPart::New));
+        parts
+    }
+
+    /// True when `raw` is the original `.bin`'s bytes at `(off, size)`.
+    fn same_as_original(&self, (off, size): (u64, u64), raw: &Bytes) -> bool {
+        let Some(b) = usize::try_from(off)
+            .ok()
+            .zip(usize::try_from(size).ok())
+            .and_then(|(o, s)| self.bin.get(o..o.checked_add(s)?))
+        else {
+            return false;
+        };
+        b.len() == raw.len() && (b.as_ptr() == raw.as_ptr() || b == raw.as_ref())
+    }
+
+    /// Rewrites the `offset` of every `Const` layer inside `el` (and of `el` itself when
+    /// `include_self`) whose range moved; returns whether anything changed. Changed elements
+    /// keep their tags and unchanged children as read (`src` = the text `el` was parsed from).
+    fn remap_consts(&self, el: &mut Element, include_self: bool, src: &str) -> bool {
+        let mut changed = false;
+        if include_self && el.name == "layer" && el.attr("type") == Some("Const") {
+            if let Some(XmlNode::Element(d)) = el.child_index("data").map(|i| &mut el.children[i]) {
+                if let Some(off) = d.attr("offset").and_then(|v| v.trim().parse::<u64>().ok()) {
+                    let new = self.compaction.map(off);
+                    if new != off {
+                        d.set_attr_in_source("offset", &new.to_string(), src);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        for c in el.children.iter_mut() {
+            if let XmlNode::Element(e) = c {
+                if e.name != "data" && self.remap_consts(e, true, src) {
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            el.span = None;
+        }
+        changed
+    }
+
+    fn err(&self, node: &Node, message: impl Into<String>) -> Error {
+        Error::Node {
+            path: self.m.path.clone(),
+            node: node.name.clone(),
+            op: node.op_type.clone(),
+            message: message.into(),
+        }
+    }
+
+    fn rebuild(&mut self) -> Result<Vec<Piece>> {
+        let m = self.m;
+        let g = &m.graph;
+        let order = g.topo_order().map_err(|c| Error::Node {
+            path: m.path.clone(),
+            node: c.0,
+            op: String::new(),
+            message: "the graph has a cycle through this node".into(),
+        })?;
+        let topo_pos: HashMap<NodeIndex, usize> =
+            order.iter().enumerate().map(|(i, &ix)| (ix, i)).collect();
+
+        // Which node each original layer became (a second node claiming the same origin is new).
+        let mut by_layer: HashMap<usize, NodeIndex> = HashMap::new();
+        for &ix in &order {
+            let n = g.node(ix);
+            match n.kind {
+                NodeKind::Input | NodeKind::Output => {
+                    return Err(self.err(
+                        n,
+                        "graph inputs/outputs of ONNX kind cannot be written to OpenVINO IR \
+                         (use Parameter/Result layers)",
+                    ))
+                }
+                _ => {}
+            }
+            if let Origin::OvLayer(i) = n.origin {
+                if i < m.layers.len() {
+                    by_layer.entry(i).or_insert(ix);
+                }
+            }
+        }
+        let original_of: HashMap<NodeIndex, usize> =
+            by_layer.iter().map(|(&i, &ix)| (ix, i)).collect();
+
+        // Ids: originals keep theirs; new layers and new ports get fresh ones.
+        let mut next_id = m.layers.iter().map(|r| r.id).max().unwrap_or(-1);
+        let mut placed: HashMap<NodeIndex, Placed> = HashMap::new();
+        for &ix in &order {
+            let n = g.node(ix);
+            let p = match original_of.get(&ix) {
+                Some(&i) => {
+                    let r = &m.layers[i];
+                    let mut next_port = r
+                        .input_ports
+                        .iter()
+                        .chain(r.output_ports.iter())
+                        .copied()
+                        .max()
+                        .unwrap_or(-1);
+                    let mut fresh = || {
+                        next_port = next_port.saturating_add(1);
+                        next_port
+                    };
+                    let inputs: Vec<i64> = (0..n.num_inputs)
+                        .map(|k| r.input_ports.get(k).copied().unwrap_or_else(&mut fresh))
+                        .collect();
+                    let outputs: Vec<i64> = (0..n.outputs.len())
+                        .map(|k| r.output_ports.get(k).copied().unwrap_or_else(&mut fresh))
+                        .collect();
+                    Placed {
+                        id: r.id,
+                        inputs,
+                        outputs,
+                    }
+                }
+                None => {
+                    next_id = next_id.saturating_add(1);
+                    let ni = n.num_inputs as i64;
+                    Placed {
+                        id: next_id,
+                        inputs: (0..ni).collect(),
+                        outputs: (ni..ni + n.outputs.len() as i64).collect(),
+                    }
+                }
+            };
+            placed.insert(ix, p);
+        }
+
+        // Layers needing a rebuilt element.
+        let changed_value =
+            |ix: NodeIndex, port: usize| g.node(ix).outputs.get(port).is_some_and(|v| v.ty_changed);
+        let needs_rebuild = |ix: NodeIndex| -> bool {
+            let n = g.node(ix);
+            let Some(&i) = original_of.get(&ix) else {
+                return true;
+            };
+            let r = &m.layers[i];
+            n.dirty
+                || n.num_inputs != r.input_ports.len()
+                || n.outputs.len() != r.output_ports.len()
+                || n.outputs.iter().any(|v| v.ty_changed)
+                || g.g
+                    .edges_directed(ix, Direction::Incoming)
+                    .any(|e| changed_value(e.source(), e.weight().src_port))
+        };
+
+        // The original `.bin` ranges the written Const layers refer to.
+        let mut refs: Vec<(u64, u64)> = Vec::new();
+        for &ix in &order {
+            let n = g.node(ix);
+            let Origin::OvLayer(i) = n.origin else {
+                continue;
+            };
+            let original = original_of.get(&ix) == Some(&i);
+            if let Some(range) = m.layers.get(i).and_then(|r| r.const_range) {
+                match &n.kind {
+                    _ if original && !needs_rebuild(ix) => refs.push(range),
+                    NodeKind::Const(Tensor {
+                        data: TensorData::Raw(raw),
+                        ..
+                    }) if self.same_as_original(range, raw) => {
+                        self.reused.insert(ix, range);
+                        refs.push(range);
+                    }
+                    NodeKind::Const(_) => {}
+                    _ if n.op_type == "Const" => refs.push(range),
+                    _ => {}
+                }
+            }
+            // Bodies are written as read (only their offsets are remapped).
+            if original {
+                if let Some(s) = m.layer_srcs.get(i) {
+                    refs.extend_from_slice(
+                        m.body_consts.get(s.body_consts.clone()).unwrap_or_default(),
+                    );
+                }
+            }
+        }
+        self.compaction = Compaction::new(refs);
+        self.bin_len = self.compaction.len;
+
+        let source: &[u8] = &m.source;
+        let Some(layers_c) = m.outline.layers.clone() else {
+            return Err(fmt_err(&m.path, "<net> has no <layers>"));
+        };
+        let mut splices: Vec<(Range<usize>, String)> = Vec::new();
+
+        // <layers>
+        for (i, ls) in m.layer_srcs.iter().enumerate() {
+            match by_layer.get(&i) {
+                Some(&ix) if needs_rebuild(ix) => {
+                    let (sub, base) = materialize(&m.path, source, ls.span.clone())?;
+                    let mut rebuilt = self.layer_element(ix, Some(&base), &placed, 2)?;
+                    // Its own `<data>` is set already; its body's constants are not.
+                    for c in rebuilt.children.iter_mut() {
+                        if let XmlNode::Element(e) = c {
+                            if e.name != "data" && self.remap_consts(e, true, sub) {
+                                rebuilt.span = None;
+                            }
+                        }
+                    }
+                    let mut text = String::new();
+                    rebuilt.write(sub, &mut text);
+                    splices.push((ls.span.clone(), text));
+                }
+                Some(_) => {
+                    let tags = m
+                        .offset_tags
+                        .get(ls.offset_tags.clone())
+                        .unwrap_or_default();
+                    let mut patched = Vec::new();
+                    let mut whole = false;
+                    for t in tags {
+                        let new = self.compaction.map(t.offset);
+                        if new == t.offset {
+                            continue;
+                        }
+                        let text = source
+                            .get(t.tag.clone())
+                            .and_then(|b| std::str::from_utf8(b).ok());
+                        match text.and_then(|tag| xml::patch_attr(tag, "offset", &new.to_string()))
+                        {
+                            Some(p) => patched.push((t.tag.clone(), p)),
+                            None => whole = true,
+                        }
+                    }
+                    if whole {
+                        // A tag the patcher cannot handle: rebuild the layer's tree instead.
+                        let (sub, mut el) = materialize(&m.path, source, ls.span.clone())?;
+                        self.remap_consts(&mut el, true, sub);
+                        let mut text = String::new();
+                        el.write(sub, &mut text);
+                        splices.push((ls.span.clone(), text));
+                    } else {
+                        splices.extend(patched);
+                    }
+                }
+                None => splices.push((drop_range(source, ls.gap, &ls.span), String::new())),
+            }
+        }
+        let mut new_nodes: Vec<NodeIndex> = order
+            .iter()
+            .copied()
+            .filter(|ix| !original_of.contains_key(ix))
+            .collect();
+        new_nodes.sort_by_key(|ix| topo_pos.get(ix).copied().unwrap_or(usize::MAX));
+        let mut new_layers = Vec::with_capacity(new_nodes.len());
+        for ix in new_nodes {
+            new_layers.push(self.layer_element(ix, None, &placed, 2)?);
+        }
+        if let Some(s) = append_splice(&m.path, source, &layers_c, new_layers, 2, &self.unit)? {
+            splices.push(s);
+        }
+
+        // <edges>: keep the original edge elements whose graph edge still exists.
+        let mut covered: HashSet<EdgeIndex> = HashSet::new();
+        let id_to_layer: HashMap<i64, usize> = m
+            .layers
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.id, i))
+            .collect();
+        let find_edge =
+            |[fl, fp, tl, tp]: [i64; 4], covered: &HashSet<EdgeIndex>| -> Option<EdgeIndex> {
+                let fl = id_to_layer.get(&fl)?;
+                let tl = id_to_layer.get(&tl)?;
+                let src = *by_layer.get(fl)?;
+                let dst = *by_layer.get(tl)?;
+                let sp = placed.get(&src)?.outputs.iter().position(|&p| p == fp)?;
+                let dp = placed.get(&dst)?.inputs.iter().position(|&p| p == tp)?;
+                // Through the inputs of `dst` (a few), not the outputs of `src` (maybe many).
+                g.g.edges_directed(dst, Direction::Incoming)
+                    .find(|x| {
+                        x.source() == src
+                            && x.weight().src_port == sp
+                            && x.weight().dst_port == dp
+                            && !covered.contains(&x.id())
+                    })
+                    .map(|x| x.id())
+            };
+        for e in &m.edge_srcs {
+            match find_edge(e.ends, &covered) {
+                Some(id) => {
+                    covered.insert(id);
+                }
+                None => splices.push((drop_range(source, e.gap, &e.span), String::new())),
+            }
+        }
+        let mut new_edges: Vec<(usize, usize, EdgeIndex)> = (&g.g)
+            .edge_references()
+            .filter(|e| !covered.contains(&e.id()) && e.weight().dst_port != Wire::CAPTURED)
+            .map(|e| {
+                (
+                    topo_pos.get(&e.target()).copied().unwrap_or(usize::MAX),
+                    e.weight().dst_port,
+                    e.id(),
+                )
+            })
+            .collect();
+        new_edges.sort();
+        let mut edge_els = Vec::with_capacity(new_edges.len());
+        for (_, _, id) in new_edges {
+            let Some((s, t)) = g.g.edge_endpoints(id) else {
+                continue;
+            };
+            let w = g.g[id];
+            let (Some(ps), Some(pt)) = (placed.get(&s), placed.get(&t)) else {
+                continue;
+            };
+            let (Some(fp), Some(tp)) = (ps.outputs.get(w.src_port), pt.inputs.get(w.dst_port))
+            else {
+                let n = g.node(t);
+                return Err(self.err(
+                    n,
+                    format!(
+                        "an edge uses output {} of '{}' or input {} of this node, which do not exist",
+                        w.src_port,
+                        g.node(s).name,
+                        w.dst_port
+                    ),
+                ));
+            };
+            let mut el = Element::new("edge");
+            el.attrs = vec![
+                ("from-layer".into(), ps.id.to_string()),
+                ("from-port".into(), fp.to_string()),
+                ("to-layer".into(), pt.id.to_string()),
+                ("to-port".into(), tp.to_string()),
+            ];
+            edge_els.push(el);
+        }
+        match &m.outline.edges {
+            Some(c) => {
+                if let Some(s) = append_splice(&m.path, source, c, edge_els, 2, &self.unit)? {
+                    splices.push(s);
+                }
+            }
+            None => {
+                // A graph without edges may omit <edges>: add one after <layers>.
+                let mut edges = Element::new("edges");
+                for el in edge_els {
+                    append_child(&mut edges, el, 2, &self.unit);
+                }
+                let mut text = format!("\n{}", self.unit);
+                edges.write("", &mut text);
+                let at = layers_c.span.end;
+                splices.push((at..at, text));
+            }
+        }
+
+        // The source with the splices applied.
+        splices.sort_by_key(|(r, _)| r.start);
+        let mut pieces = Vec::with_capacity(splices.len() * 2 + 1);
+        let mut at = 0usize;
+        for (r, text) in splices {
+            if r.start < at {
+                return Err(fmt_err(&m.path, "overlapping edits of the .xml (a bug)"));
+            }
+            if r.start > at {
+                pieces.push(Piece::Source(at..r.start));
+            }
+            if !text.is_empty() {
+                pieces.push(Piece::Text(text));
+            }
+            at = r.end;
+        }
+        if at < source.len() {
+            pieces.push(Piece::Source(at..source.len()));
+        }
+        Ok(pieces)
+    }
+
+    /// Appends `data` to the `.bin` (or finds the same bytes appended before); returns its
+    /// offset.
+    fn append_bin(&mut self, data: Bytes) -> Option<u64> {
+        if let Some(&offset) = self.appended.get(&data) {
+            return Some(offset);
+        }
+        let offset = self.bin_len;
+        self.bin_len = self.bin_len.checked_add(data.len() as u64)?;
+        self.appended.insert(data.clone(), offset);
+        self.new_parts.push(data);
+        Some(offset)
+    }
+
+    /// The `<layer>` element for node `ix`, rebuilt from `base` (its original element) or new.
+    fn layer_element(
+        &mut self,
+        ix: NodeIndex,
+        base: Option<&Element>,
+        placed: &HashMap<NodeIndex, Placed>,
+        depth: usize,
+    ) -> Result<Element> {
+        let m = self.m;
+        let g = &m.graph;
+        let n = g.node(ix);
+        let Some(p) = placed.get(&ix) else {
+            return Err(self.err(n, "node has no place in the written graph"));
+        };
+        let mut el = base.cloned().unwrap_or_else(|| Element::new("layer"));
+        el.span = None;
+        el.set_attr("id", &p.id.to_string());
+        el.set_attr("name", &n.name);
+        el.set_attr("type", &n.op_type);
+        if n.domain.is_empty() {
+            el.remove_attr("version");
+        } else {
+            el.set_attr("version", &n.domain);
+        }
+
+        // <data>
+        let mut data_attrs: Vec<(String, String)> = Vec::with_capacity(n.attrs.len());
+        for (k, a) in &n.attrs {
+            if let Some(v) = attr_text(a) {
+                data_attrs.push((k.clone(), v));
+            }
+        }
+        let original_range = match n.origin {
+            Origin::OvLayer(i) => m.layers.get(i).and_then(|r| r.const_range),
+            _ => None,
+        };
+        if let NodeKind::Const(t) = &n.kind {
+            let (offset, size) = self.const_bytes(ix, n, t)?;
+            let shape = t
+                .shape
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(",");
+            for (k, v) in [
+                ("element_type", t.dtype.ov_name().to_string()),
+                ("shape", shape),
+                ("offset", offset.to_string()),
+                ("size", size.to_string()),
+            ] {
+                match data_attrs.iter_mut().find(|(n, _)| n == k) {
+                    Some(slot) => slot.1 = v,
+                    None => data_attrs.push((k.to_string(), v)),
+                }
+            }
+        } else if let (true, Some((offset, _))) = (n.op_type == "Const", original_range) {
+            // A Const we do not represent (strings, unknown types): its range, moved.
+            let v = self.compaction.map(offset).to_string();
+            match data_attrs.iter_mut().find(|(n, _)| n == "offset") {
+                Some(slot) => slot.1 = v,
+                None => data_attrs.push(("offset".to_string(), v)),
+            }
+        }
+        let data_pos = el.child_index("data");
+        match data_pos {
+            Some(i) => {
+                if let Some(XmlNode::Element(d)) = el.children.get_mut(i) {
+                    d.set_attrs(data_attrs);
+                }
+            }
+            None if !data_attrs.is_empty() => {
+                let mut d = Element::new("data");
+                d.attrs = data_attrs;
+                el.children.insert(0, XmlNode::Element(d));
+            }
+            None => {}
+        }
+
+        // <input> / <output>
+        let mut in_ports = Vec::with_capacity(n.num_inputs);
+        for k in 0..n.num_inputs {
+            let ty = g.input(ix, k).and_then(|o| g.value(o)).map(|v| &v.ty);
+            in_ports.push((p.inputs[k], ty, None));
+        }
+        let mut out_ports = Vec::with_capacity(n.outputs.len());
+        for (k, v) in n.outputs.iter().enumerate() {
+            out_ports.push((p.outputs[k], Some(&v.ty), Some(v.name.as_str())));
+        }
+        set_ports(&mut el, "input", &in_ports, "data");
+        set_ports(&mut el, "output", &out_ports, "input");
+        el.reindent(depth, &self.unit);
+        Ok(el)
+    }
+
+    /// Where a constant's bytes are in the written `.bin`: its original range (moved by the
+    /// compaction) when the data is unchanged, else appended.
+    fn const_bytes(&mut self, ix: NodeIndex, n: &Node, t: &Tensor) -> Result<(u64, u64)> {
+        let TensorData::Raw(raw) = &t.data else {
+            return Err(self.err(n, "string constants cannot be written to OpenVINO IR yet"));
+        };
+        let count = t
+            .element_count()
+            .and_then(|c| packed_size(t.dtype, c))
+            .ok_or_else(|| self.err(n, "constant shape is too large"))?;
+        if count != raw.len() as u64 {
+            return Err(self.err(
+                n,
+                format!(
+                    "constant has {} bytes, but {} x {:?} needs {count}",
+                    raw.len(),
+                    t.dtype.ov_name(),
+                    t.shape
+                ),
+            ));
+        }
+        if let Some(&(off, size)) = self.reused.get(&ix) {
+            return Ok((self.compaction.map(off), size));
+        }
+        let off = self
+            .append_bin(raw.clone())
+            .ok_or_else(|| self.err(n, "the .bin would exceed 2^64 bytes"))?;
+        Ok((off, raw.len() as u64))
+    }
+}
+
+/// An attribute as OpenVINO writes it in `<data>`; `None` for what IR cannot hold.
+pub(super) fn attr_text(a: &Attr) -> Option<String> {
+    let join = |v: Vec<String>| v.join(",");
+    Some(match a {
+        Attr::String(s) => s.clone(),
+        Attr::Int(v) => v.to_string(),
+        Attr::Ints(v) => join(v.iter().map(|x| x.to_string()).collect()),
+        Attr::Float(v) => v.to_string(),
+        Attr::Floats(v) => join(v.iter().map(|x| x.to_string()).collect()),
+        Attr::Strings(v) => v.join(","),
+        Attr::Tensor(_) | Attr::Opaque => return None,
+    })
+}
+
+/// Replaces the ports of `<group>` (input/output) of a layer: each port keeps its original
+/// element (attributes, `rt_info`) where one exists, with `precision`, `names` and `<dim>`s set
+/// from the graph. `after` names the element the group follows when it must be created.
+pub(super) fn set_ports(
+    el: &mut Element,
+    group: &str,
+    ports: &[(i64, Option<&ValueType>, Option<&str>)],
+    after: &str,
+) {
+    let gi = el.child_index(group);
+    if ports.is_empty() {
+        if let Some(i) = gi {
+            el.children.remove(i);
+        }
+        return;
+    }
+    let mut old: HashMap<String, Element> = HashMap::new();
+    if let Some(XmlNode::Element(ge)) = gi.and_then(|i| el.children.get(i)) {
+        for pe in ge.elements().filter(|e| e.name == "port") {
+            if let Some(id) = pe.attr("id") {
+                old.entry(id.trim().to_string())
+                    .or_insert_with(|| pe.clone());
+            }
+        }
+    }
+    let mut ge = match gi.and_then(|i| el.children.get(i)) {
+        Some(XmlNode::Element(e)) => Element {
+            children: Vec::new(),
+            span: None,
+            ..e.clone()
+        },
+        _ => Element::new(group),
+    };
+    for (id, ty, names) in ports {
+        let mut pe = old
+            .remove(&id.to_string())
+            .unwrap_or_else(|| Element::new("port"));
+        let before = pe.clone();
+        pe.set_attr("id", &id.to_string());
+        if let Some(ty) = ty {
+            match ty.dtype {
+                Some(d) => pe.set_attr("precision", &precision_name(d)),
+                None => pe.remove_attr("precision"),
+            }
+        }
+        if let Some(names) = names {
+            if names.is_empty() {
+                pe.remove_attr("names");
+            } else {
+                pe.set_attr("names", names);
+            }
+        }
+        if let Some(shape) = ty.and_then(|t| t.shape.as_ref()) {
+            let dims: Vec<XmlNode> = shape
+                .iter()
+                .map(|d| {
+                    let mut de = Element::new("dim");
+                    de.children.push(XmlNode::Text(format_dim(d)));
+                    XmlNode::Element(de)
+                })
+                .collect();
+            let same = {
+                let old_dims: Vec<String> = pe
+                    .elements()
+                    .filter(|e| e.name == "dim")
+                    .map(|e| e.text().trim().to_string())
+                    .collect();
+                old_dims == shape.iter().map(format_dim).collect::<Vec<_>>()
+            };
+            if !same {
+                let rest: Vec<XmlNode> = pe
+                    .children
+                    .drain(..)
+                    .filter(|c| !matches!(c, XmlNode::Element(e) if e.name == "dim"))
+                    .collect();
+                pe.children = dims;
+                pe.children.extend(rest);
+                pe.span = None;
+            }
+        }
+        if pe.attrs == before.attrs && pe.children == before.children {
+            pe.span = before.span;
+        }
+        ge.children.push(XmlNode::Element(pe));
+    }
+    match gi {
+        Some(i) => el.children[i] = XmlNode::Element(ge),
+        None => {
+            let at = el
+                .child_index(after)
+                .or_else(|| el.child_index("data"))
+                .map(|i| i + 1)
+                .unwrap_or(0);
+            el.children.insert(at, XmlNode::Element(ge));
+        }
+    }
+}
+
+/// Appends `el` as the last element child of `parent` (at nesting `depth`), before the
+/// closing whitespace.
+pub(super) fn append_child(parent: &mut Element, mut el: Element, depth: usize, unit: &str) {
+    el.reindent(depth, unit);
+    let at = match parent.children.last() {
+        Some(XmlNode::Text(t)) if t.trim().is_empty() => parent.children.len() - 1,
+        _ => parent.children.len(),
+    };
+    if at == parent.children.len() {
+        parent.children.push(XmlNode::Text(format!(
+            "\n{}",
+            unit.repeat(depth.saturating_sub(1))
+        )));
+    }
+    parent
+        .children
+        .insert(at, XmlNode::Text(format!("\n{}", unit.repeat(depth))));
+    parent.children.insert(at + 1, XmlNode::Element(el));
+}
+
+/// The source range to delete for a dropped element at `span`: the element, and the text node
+/// before it (starting at `gap`) when that is whitespace only.
+pub(super) fn drop_range(source: &[u8], gap: usize, span: &Range<usize>) -> Range<usize> {
+    let ws = source
+        .get(gap..span.start)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .is_some_and(|t| !t.is_empty() && t.trim().is_empty());
+    if ws {
+        gap..span.end
+    } else {
+        span.clone()
+    }
+}
+
+/// The edit appending `els` as the last element children of container `c` (at nesting
+/// `depth`), each on its own line before the closing whitespace (added when missing).
+pub(super) fn append_splice(
+    path: &Path,
+    source: &[u8],
+    c: &xml::Container,
+    els: Vec<Element>,
+    depth: usize,
+    unit: &str,
+) -> Result<Option<(Range<usize>, String)>> {
+    if els.is_empty() {
+        return Ok(None);
+    }
+    if c.empty {
+        // `<name ... />`: rebuilt with its attributes and the new children.
+        let (sub, mut parent) = materialize(path, source, c.span.clone())?;
+        parent.span = None;
+        for el in els {
+            append_child(&mut parent, el, depth, unit);
+        }
+        let mut text = String::new();
+        parent.write(sub, &mut text);
+        return Ok(Some((c.span.clone(), text)));
+    }
+    let ws = source
+        .get(c.trailing..c.end_tag)
+        .and_then(|b| std::str::from_utf8(b).ok())
+        .is_some_and(|t| !t.is_empty() && t.trim().is_empty());
+    let inner = format!("\n{}", unit.repeat(depth));
+    let mut text = String::new();
+    for mut el in els {
+        el.reindent(depth, unit);
+        text.push_str(&inner);
+        el.write("", &mut text);
+    }
+    let at = if ws {
+        c.trailing
+    } else {
+        text.push('\n');
+        text.push_str(&unit.repeat(depth.saturating_sub(1)));
+        c.end_tag
+    };
+    Ok(Some((at..at, text)))
+}
