@@ -221,48 +221,50 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
             ])
         }
         "Resize" | "Upsample" => {
-            let shape = x.and_then(|x| {
-                let r = x.len();
-                let axes: Vec<usize> = match cx.attr_ints("axes") {
-                    Some(a) => a
-                        .into_iter()
-                        .map(|a| norm_axis(a, r))
-                        .collect::<Option<_>>()?,
-                    None => (0..r).collect(),
-                };
-                let mut out = x.to_vec();
-                let sizes_port = if op == "Upsample" { usize::MAX } else { 3 };
-                if cx.has(sizes_port) {
-                    let sizes = cx.value(sizes_port)?;
-                    if sizes.len() != axes.len() {
+            let shape = x
+                .and_then(|x| {
+                    let r = x.len();
+                    let axes: Vec<usize> = match cx.attr_ints("axes") {
+                        Some(a) => a
+                            .into_iter()
+                            .map(|a| norm_axis(a, r))
+                            .collect::<Option<_>>()?,
+                        None => (0..r).collect(),
+                    };
+                    let mut out = x.to_vec();
+                    let sizes_port = if op == "Upsample" { usize::MAX } else { 3 };
+                    if cx.has(sizes_port) {
+                        let sizes = cx.value(sizes_port)?;
+                        if sizes.len() != axes.len() {
+                            return None;
+                        }
+                        for (&a, s) in axes.iter().zip(sizes) {
+                            out[a] = s.clone();
+                        }
+                        return Some(out);
+                    }
+                    let scales_port = if op == "Upsample" || cx.onnx_opset < 11 {
+                        1
+                    } else {
+                        2
+                    };
+                    let scales = f32_values(cx, scales_port)?;
+                    if scales.len() != axes.len() {
                         return None;
                     }
-                    for (&a, s) in axes.iter().zip(sizes) {
-                        out[a] = s.clone();
+                    for (&a, &s) in axes.iter().zip(&scales) {
+                        let s = f64::from(s);
+                        out[a] = match out[a].as_known() {
+                            Some(d) => Dim::known((d as f64 * s).floor() as i64),
+                            None if s.fract() == 0.0 && (0.0..1e9).contains(&s) => {
+                                mul_const(&out[a], s as i64)
+                            }
+                            None => Dim::unknown(),
+                        };
                     }
-                    return Some(out);
-                }
-                let scales_port = if op == "Upsample" || cx.onnx_opset < 11 {
-                    1
-                } else {
-                    2
-                };
-                let scales = f32_values(cx, scales_port)?;
-                if scales.len() != axes.len() {
-                    return None;
-                }
-                for (&a, &s) in axes.iter().zip(&scales) {
-                    let s = f64::from(s);
-                    out[a] = match out[a].as_known() {
-                        Some(d) => Dim::known((d as f64 * s).floor() as i64),
-                        None if s.fract() == 0.0 && (0.0..1e9).contains(&s) => {
-                            mul_const(&out[a], s as i64)
-                        }
-                        None => Dim::unknown(),
-                    };
-                }
-                Some(out)
-            });
+                    Some(out)
+                })
+                .or_else(|| x.map(|x| vec![Dim::unknown(); x.len()]));
             Some(vec![Fact {
                 dtype: cx.dtype(0),
                 shape,

@@ -16,6 +16,64 @@ fn same_type(cx: &Ctx, shape: Option<Vec<Dim>>, value: Option<Vec<Dim>>) -> Vec<
     .with_value(value)]
 }
 
+/// The input's rank with every dim unknown (an op that keeps the rank when its sizes are not
+/// known).
+fn same_rank(x: Option<&[Dim]>) -> Option<Vec<Dim>> {
+    x.map(|x| vec![Dim::unknown(); x.len()])
+}
+
+/// The value of a transposed small tensor: its elements permuted.
+fn transpose_value(cx: &Ctx) -> Option<Vec<Dim>> {
+    let v = cx.value(0)?;
+    let dims: Vec<usize> = cx
+        .input(0)
+        .known_shape()?
+        .into_iter()
+        .map(|d| usize::try_from(d).ok())
+        .collect::<Option<_>>()?;
+    let r = dims.len();
+    if r <= 1 {
+        return Some(v.to_vec());
+    }
+    let perm: Vec<usize> = match cx.attr_ints("perm") {
+        Some(p) if !p.is_empty() => p
+            .into_iter()
+            .map(|a| usize::try_from(a).ok())
+            .collect::<Option<_>>()?,
+        Some(_) => (0..r).rev().collect(),
+        None if cx.onnx() => (0..r).rev().collect(),
+        None => match cx.ints(1)? {
+            p if p.is_empty() => (0..r).rev().collect(),
+            p => p
+                .into_iter()
+                .map(|a| usize::try_from(a).ok())
+                .collect::<Option<_>>()?,
+        },
+    };
+    if perm.len() != r || perm.iter().any(|&p| p >= r) {
+        return None;
+    }
+    let mut strides = vec![1usize; r];
+    for i in (0..r - 1).rev() {
+        strides[i] = strides[i + 1] * dims[i + 1];
+    }
+    let out_dims: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
+    let mut out = Vec::with_capacity(v.len());
+    let mut idx = vec![0usize; r];
+    for _ in 0..v.len() {
+        let src: usize = (0..r).map(|k| idx[k] * strides[perm[k]]).sum();
+        out.push(v.get(src)?.clone());
+        for k in (0..r).rev() {
+            idx[k] += 1;
+            if idx[k] < out_dims[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    Some(out)
+}
+
 fn reshape(cx: &Ctx) -> Option<Vec<Dim>> {
     let target = cx.value(1);
     let len = match cx.shape(1) {
@@ -159,7 +217,7 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                     .map(|&p| x.get(usize::try_from(p).ok()?).cloned())
                     .collect()
             });
-            let value = xv.filter(|v| v.len() <= 1).map(<[Dim]>::to_vec);
+            let value = shape.as_ref().and_then(|_| transpose_value(cx));
             Some(same_type(cx, shape, value))
         }
         "Squeeze" | "Unsqueeze" => {
@@ -340,7 +398,7 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                 }
                 Some(x.iter().zip(reps).map(|(d, k)| mul(d, k)).collect())
             });
-            Some(same_type(cx, shape, None))
+            Some(same_type(cx, shape.or_else(|| same_rank(x)), None))
         }
         "Pad" => {
             let shape = x.and_then(|x| {
@@ -381,7 +439,7 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                         .collect(),
                 )
             });
-            Some(same_type(cx, shape, None))
+            Some(same_type(cx, shape.or_else(|| same_rank(x)), None))
         }
         _ => None,
     }

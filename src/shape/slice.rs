@@ -34,18 +34,19 @@ pub(crate) fn rule(cx: &Ctx) -> Option<Vec<Fact>> {
     let data = cx.input(0);
     let (shape, value) = match slice_dims(cx.graph, cx.facts, cx.ix, op) {
         Ok((sn, dims)) => {
-            // A slice of a small 1-D value with a constant plan slices the value.
+            // A slice of a small value with a constant plan slices the value.
             let value = data.value.as_ref().and_then(|v| {
-                if data.rank() != Some(1) || !sn.plan.is_constant() {
+                if !sn.plan.is_constant() {
                     return None;
                 }
-                let idx = semantics::gather(
-                    &sn.plan,
-                    &[v.len() as u64],
-                    op.clamp(),
-                    MAX_VALUE_ELEMENTS as u64,
-                )
-                .ok()?;
+                let in_dims: Vec<u64> = data
+                    .known_shape()?
+                    .into_iter()
+                    .map(|d| u64::try_from(d).ok())
+                    .collect::<Option<_>>()?;
+                let idx =
+                    semantics::gather(&sn.plan, &in_dims, op.clamp(), MAX_VALUE_ELEMENTS as u64)
+                        .ok()?;
                 idx.iter()
                     .map(|&i| v.get(usize::try_from(i).ok()?).cloned())
                     .collect::<Option<Vec<Dim>>>()
