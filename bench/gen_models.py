@@ -18,6 +18,13 @@ Each slice "branch" i is one of:
     -- a slice fold can evaluate.
 The 128-wide branch outputs are summed pairwise (a balanced Add tree, depth log2 N) into `y`.
 
+* wide_1k/10k/100k.onnx -- K slice *chains* (issue 19): Slice then Slice, on the graph input `x`
+                    [8, 8] (even chains) or on a small 8x8 constant (odd chains: fold
+                    evaluates them), joined by Add chains into 64 outputs. Node count ~3K.
+* weight_slice.onnx -- ~512 MB: 32 weights of 16 MB ([2048, 2048] float32) each sliced
+                    `w[:, 0:128]` (what a fused-QKV split gives) feeding MatMuls, plus 2,000
+                    small constant slice chains.
+
 A manifest.json beside the models records node counts and sizes for run.sh.
 """
 
@@ -125,6 +132,102 @@ def build(n_slices, weights, seed=0):
     return model
 
 
+def build_wide(k, seed=0):
+    """K chains `Slice(Slice(src))`, src = x (even) or an 8x8 constant (odd); 64 Add chains."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+
+    def const(name, arr):
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    const("s0", np.array([0, 0], np.int64))
+    const("e1", np.array([8, 6], np.int64))
+    const("s1", np.array([0, 1], np.int64))
+    const("e2", np.array([8, 5], np.int64))
+    const("ax", np.array([0, 1], np.int64))
+    lanes = [None] * 64
+    for i in range(k):
+        src = "x" if i % 2 == 0 else const(f"c{i}", rng.standard_normal((8, 8)).astype(np.float32))
+        a, b = f"w{i}_a", f"w{i}_b"
+        if src == "x":
+            # [batch, 8]: slice batch rows 0..8 is not known constant; use axes [1] only
+            nodes.append(helper.make_node("Slice", [src, "s1_1", "e1_1", "ax1"], [a], name=a))
+            nodes.append(helper.make_node("Slice", [a, "s2_1", "e2_1", "ax1"], [b], name=b))
+        else:
+            nodes.append(helper.make_node("Slice", [src, "s0", "e1", "ax"], [a], name=a))
+            nodes.append(helper.make_node("Slice", [a, "s1", "e2", "ax"], [b], name=b))
+        lane = i % 64
+        if lanes[lane] is None:
+            lanes[lane] = b
+        else:
+            out = f"w{i}_sum"
+            nodes.append(helper.make_node("Add", [lanes[lane], b], [out], name=out))
+            lanes[lane] = out
+    const("s1_1", np.array([0], np.int64))
+    const("e1_1", np.array([6], np.int64))
+    const("s2_1", np.array([1], np.int64))
+    const("e2_1", np.array([5], np.int64))
+    const("ax1", np.array([1], np.int64))
+    outputs = []
+    for j, lane in enumerate(l for l in lanes if l is not None):
+        nodes.append(helper.make_node("Identity", [lane], [f"y{j}"], name=f"y{j}"))
+        outputs.append(helper.make_tensor_value_info(f"y{j}", TensorProto.FLOAT, [8, 4]))
+    graph = helper.make_graph(
+        nodes, "slice_opt_wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])], outputs,
+        initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="slice-opt-bench")
+    model.ir_version = 8
+    return model
+
+
+def build_weight_slice(n_weights=32, dim=2048, chains=2000, seed=0):
+    """n_weights [dim, dim] float32 weights sliced [:, 0:128] into MatMuls + small constant chains."""
+    rng = np.random.default_rng(seed)
+    nodes, inits = [], []
+
+    def const(name, arr):
+        inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    const("ws", np.array([0], np.int64))
+    const("we", np.array([128], np.int64))
+    const("wa", np.array([1], np.int64))
+    acc = None
+    for i in range(n_weights):
+        w = const(f"w{i}", rng.standard_normal((dim, dim), dtype=np.float32))
+        ws = f"w{i}_s"
+        nodes.append(helper.make_node("Slice", [w, "ws", "we", "wa"], [ws], name=ws))
+        mm = f"mm{i}"
+        nodes.append(helper.make_node("MatMul", ["x", ws], [mm], name=mm))
+        if acc is None:
+            acc = mm
+        else:
+            nodes.append(helper.make_node("Add", [acc, mm], [f"acc{i}"], name=f"acc{i}"))
+            acc = f"acc{i}"
+    const("cs", np.array([2], np.int64))
+    const("ce", np.array([130], np.int64))
+    const("ca", np.array([0], np.int64))
+    for i in range(chains):
+        c = const(f"c{i}", rng.standard_normal((256,)).astype(np.float32))
+        s1 = f"c{i}_s"
+        nodes.append(helper.make_node("Slice", [c, "cs", "ce", "ca"], [s1], name=s1))
+        out = f"c{i}_add"
+        nodes.append(helper.make_node("Add", [acc, s1], [out], name=out))
+        acc = out
+    nodes.append(helper.make_node("Identity", [acc], ["y"], name="y"))
+    graph = helper.make_graph(
+        nodes, "slice_opt_weight_slice",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", dim])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 128])],
+        initializer=inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="slice-opt-bench")
+    model.ir_version = 8
+    return model
+
+
 def check_onnx(path, big, run=True):
     if big:
         onnx.checker.check_model(path)  # by path: works for >2GB-protobuf-safe models too
@@ -203,6 +306,10 @@ def main():
         ("nodes_10k", 10000, False, False),
         ("nodes_100k", 100000, False, True),
         ("big_1gb", 5000, True, True),
+        ("wide_1k", 1000, "wide", False),
+        ("wide_10k", 10000, "wide", False),
+        ("wide_100k", 100000, "wide", False),
+        ("weight_slice", 32, "weight_slice", False),
     ]
     for name, n, weights, ir in specs:
         path = os.path.join(args.out, name + ".onnx")
@@ -211,7 +318,12 @@ def main():
             print(f"{name}: exists", file=sys.stderr)
             continue
         t = time.time()
-        model = build(n, weights)
+        if weights == "wide":
+            model = build_wide(n)
+        elif weights == "weight_slice":
+            model = build_weight_slice(n)
+        else:
+            model = build(n, weights)
         info = {
             "slices": sum(1 for nd in model.graph.node if nd.op_type == "Slice"),
             "nodes": len(model.graph.node),
@@ -224,7 +336,10 @@ def main():
         if not args.no_check:
             # ONNX Runtime session creation is superlinear in this fan-out (7 s at 10k): the
             # 100k model gets onnx.checker only.
-            check_onnx(path, weights, run=n <= 10000)
+            if weights in ("wide", "weight_slice"):
+                onnx.checker.check_model(path)
+            else:
+                check_onnx(path, weights, run=n <= 10000)
         if ir:
             t = time.time()
             build_ir(n, weights, xml)

@@ -38,24 +38,22 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
             }
         }
     }
-    let dead: Vec<_> = graph
+    let dead: crate::ir::FastSet<_> = graph
         .g
         .node_indices()
         .filter(|ix| !live.contains(ix))
         .collect();
-    for ix in dead {
-        if let Some(n) = graph.g.remove_node(ix) {
-            report.changes.push(Change {
-                node: n.name.clone(),
-                op: match n.kind {
-                    NodeKind::Const(_) => "constant".into(),
-                    _ => n.op_type.clone(),
-                },
-                what: "removed (unused)".into(),
-                before: None,
-                after: None,
-            });
-        }
+    for (_, n) in graph.remove_nodes(&dead) {
+        report.changes.push(Change {
+            node: n.name.clone(),
+            op: match n.kind {
+                NodeKind::Const(_) => "constant".into(),
+                _ => n.op_type.clone(),
+            },
+            what: "removed (unused)".into(),
+            before: None,
+            after: None,
+        });
     }
     Ok(())
 }

@@ -240,6 +240,15 @@ pub fn replace_with_constant(
     t: Tensor,
     format: Format,
 ) -> NodeIndex {
+    let new = detach_as_constant(graph, ix, t, format);
+    graph.g.remove_node(ix);
+    new
+}
+
+/// [`replace_with_constant`] without removing `ix`: the new constant takes every consumer of
+/// `ix`, which is left with its inputs and no consumers, for the caller to remove (with
+/// [`Graph::remove_nodes`], all at once).
+fn detach_as_constant(graph: &mut Graph, ix: NodeIndex, t: Tensor, format: Format) -> NodeIndex {
     let old = graph.node(ix).clone();
     let out_name = old
         .outputs
@@ -269,7 +278,6 @@ pub fn replace_with_constant(
             crate::ir::OutletId { node: new, port },
         );
     }
-    graph.g.remove_node(ix);
     new
 }
 
@@ -280,6 +288,10 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
     let format = model.format();
+    // Folded nodes are removed at the end, all at once (removing them one by one is quadratic
+    // when they share constant parameters); until then they have no consumers, and the walk
+    // skips them.
+    let mut folded = crate::ir::FastSet::default();
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
             continue;
@@ -298,7 +310,8 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
                     after: Some(crate::ir::show_shape(Some(&t.shape))),
                 };
                 report.changes.push(change);
-                replace_with_constant(model.graph_mut(), ix, t, format);
+                detach_as_constant(model.graph_mut(), ix, t, format);
+                folded.insert(ix);
             }
             Err(NoFold::Silent) => {}
             Err(NoFold::Skip(why)) => {
@@ -311,8 +324,12 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
                     after: None,
                 });
             }
-            Err(NoFold::Fail(e)) => return Err(e),
+            Err(NoFold::Fail(e)) => {
+                model.graph_mut().remove_nodes(&folded);
+                return Err(e);
+            }
         }
     }
+    model.graph_mut().remove_nodes(&folded);
     Ok(())
 }
