@@ -75,7 +75,8 @@ fn spatial(w: &Window, input: &[Dim]) -> Option<Vec<Dim>> {
                     } else {
                         (w.pads[i].checked_add(w.pads[i + n])?, 0)
                     };
-                    let base = x.add_const(pad.checked_sub(eff)?.checked_sub(1)? + extra);
+                    let base =
+                        x.add_const(pad.checked_sub(eff)?.checked_sub(1)?.checked_add(extra)?);
                     let q = if w.ceil {
                         base.add_const(s - 1).div_floor(s)
                     } else {
@@ -107,13 +108,15 @@ fn transposed_spatial(w: &Window, input: &[Dim], out_pad: &[i64]) -> Option<Vec<
             Some(match w.auto_pad.as_str() {
                 "SAME_UPPER" | "SAME_LOWER" => mul_const(x, s),
                 _ => {
-                    let eff = w.dilations[i].checked_mul(w.kernel[i].checked_sub(1)?)? + 1;
+                    let eff = w.dilations[i]
+                        .checked_mul(w.kernel[i].checked_sub(1)?)?
+                        .checked_add(1)?;
                     let pad = if w.auto_pad == "VALID" {
                         0
                     } else {
                         w.pads[i].checked_add(w.pads[i + n])?
                     };
-                    mul_const(&x.add_const(-1), s).add_const(op + eff - pad)
+                    mul_const(&x.add_const(-1), s).add_const(op.checked_add(eff)?.checked_sub(pad)?)
                 }
             })
         })

@@ -186,10 +186,12 @@ pub(crate) fn broadcast(shapes: &[&[Dim]]) -> Vec<Dim> {
 fn value_op(op: &str, cx: &Ctx, out_shape: &[Dim]) -> Option<Vec<Dim>> {
     let a = cx.value(0)?;
     let b = cx.value(1)?;
-    let n: usize = out_shape
-        .iter()
-        .map(|d| d.as_known().and_then(|v| usize::try_from(v).ok()))
-        .product::<Option<usize>>()?;
+    let n: usize = out_shape.iter().try_fold(1usize, |acc, d| {
+        acc.checked_mul(usize::try_from(d.as_known()?).ok()?)
+    })?;
+    if n > super::MAX_VALUE_ELEMENTS {
+        return None;
+    }
     // Broadcasting between values: only scalars or equal lengths (the shape computations of
     // exported models); anything else is left unknown.
     let pick = |v: &[Dim], i: usize| -> Option<Dim> {

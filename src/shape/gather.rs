@@ -135,17 +135,18 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                     let value = c.as_known().and_then(|n| {
                         (usize::try_from(n).ok()? <= MAX_VALUE_ELEMENTS).then(|| {
                             (0..n)
-                                .map(|i| s.add(&Dim::known(i * d)))
+                                .map(|i| s.add(&Dim::known(i.saturating_mul(d))))
                                 .collect::<Vec<_>>()
                         })
                     });
                     (c, value)
                 }
                 (Some(s), Some(l), Some(d)) if d < 0 => {
+                    let nd = d.checked_neg().unwrap_or(i64::MAX);
                     let c = s
                         .sub(&l)
-                        .add_const(-d - 1)
-                        .div_floor(-d)
+                        .add_const(nd - 1)
+                        .div_floor(nd)
                         .max(&Dim::known(0));
                     (c, None)
                 }
@@ -170,7 +171,9 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                 _ => (Some(DType::F32), None),
             };
             let value = shape.as_ref().and_then(|s| {
-                let n: i64 = s.iter().map(Dim::as_known).product::<Option<i64>>()?;
+                let n: i64 = s
+                    .iter()
+                    .try_fold(1i64, |acc, d| acc.checked_mul(d.as_known()?))?;
                 let fill = fill.filter(|_| dtype.is_some_and(DType::is_index_type))?;
                 (usize::try_from(n).ok()? <= MAX_VALUE_ELEMENTS)
                     .then(|| vec![Dim::known(fill); n as usize])

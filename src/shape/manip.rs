@@ -55,13 +55,15 @@ fn transpose_value(cx: &Ctx) -> Option<Vec<Dim>> {
     }
     let mut strides = vec![1usize; r];
     for i in (0..r - 1).rev() {
-        strides[i] = strides[i + 1] * dims[i + 1];
+        strides[i] = strides[i + 1].checked_mul(dims[i + 1])?;
     }
     let out_dims: Vec<usize> = perm.iter().map(|&p| dims[p]).collect();
     let mut out = Vec::with_capacity(v.len());
     let mut idx = vec![0usize; r];
     for _ in 0..v.len() {
-        let src: usize = (0..r).map(|k| idx[k] * strides[perm[k]]).sum();
+        let src = (0..r).try_fold(0usize, |acc, k| {
+            acc.checked_add(idx[k].checked_mul(strides[perm[k]])?)
+        })?;
         out.push(v.get(src)?.clone());
         for k in (0..r).rev() {
             idx[k] += 1;
@@ -81,7 +83,10 @@ fn reshape(cx: &Ctx) -> Option<Vec<Dim>> {
         _ => return None,
     };
     let Some(target) = target else {
-        return Some(vec![Dim::unknown(); usize::try_from(len).ok()?]);
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= super::MAX_RANK)?;
+        return Some(vec![Dim::unknown(); len]);
     };
     let input = cx.shape(0);
     let zero_copies = if cx.onnx() {
@@ -146,7 +151,10 @@ fn split_sizes(cx: &Ctx, dim: &Dim, n_out: usize) -> Option<Vec<Dim>> {
             return None;
         }
         // OpenVINO VariadicSplit: one -1 takes the rest.
-        let known: i64 = sizes.iter().filter(|&&s| s >= 0).sum();
+        let known = sizes
+            .iter()
+            .filter(|&&s| s >= 0)
+            .try_fold(0i64, |acc, &s| acc.checked_add(s))?;
         return sizes
             .iter()
             .map(|&s| match s {
@@ -169,7 +177,7 @@ fn split_sizes(cx: &Ctx, dim: &Dim, n_out: usize) -> Option<Vec<Dim>> {
                 return None;
             }
             let c = chunk.as_known()?;
-            out[n_out - 1] = Dim::known(d - c * (parts - 1));
+            out[n_out - 1] = Dim::known(d.checked_sub(c.checked_mul(parts - 1)?)?);
         }
     } else {
         out = vec![dim.div_floor(parts); n_out];
@@ -368,7 +376,9 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                 }
                 (_, None) => match cx.shape(1) {
                     Some([n]) if n.as_known().is_some() && (mode != "explicit") => {
-                        let n = usize::try_from(n.as_known()?).ok()?;
+                        let n = usize::try_from(n.as_known()?)
+                            .ok()
+                            .filter(|&n| n <= super::MAX_RANK)?;
                         let r = x.map(|x| x.len().max(n)).unwrap_or(n);
                         (x.is_some() || !cx.onnx()).then(|| vec![Dim::unknown(); r])
                     }

@@ -42,6 +42,10 @@ use crate::semantics::Dim;
 /// The largest integer tensor (element count) that carries a symbolic value.
 pub const MAX_VALUE_ELEMENTS: usize = 64;
 
+/// The largest rank a rule creates from a value's length (a `Reshape` target of unknown
+/// elements); beyond it the rank stays unknown rather than allocating.
+pub const MAX_RANK: usize = 1 << 16;
+
 /// What is known about one value.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Fact {
@@ -84,7 +88,8 @@ impl Fact {
             v.len() <= MAX_VALUE_ELEMENTS
                 && self
                     .known_shape()
-                    .is_some_and(|s| s.iter().product::<i64>() == v.len() as i64)
+                    .and_then(|s| s.iter().try_fold(1i64, |a, &d| a.checked_mul(d)))
+                    .is_some_and(|n| n == v.len() as i64)
         });
         self
     }
