@@ -168,7 +168,9 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                     Some(t.dtype),
                     t.to_i64_vec().and_then(|v| v.first().copied()),
                 ),
-                _ => (Some(DType::F32), None),
+                // No attribute: float 0 (ONNX). One the loader keeps opaque: type unknown.
+                None => (Some(DType::F32), None),
+                Some(_) => (None, None),
             };
             let value = shape.as_ref().and_then(|s| {
                 let n: i64 = s
