@@ -217,3 +217,77 @@ fn concat_of_100k_inputs_is_linear() {
     // Quadratic work (10^10 steps) would take minutes; linear takes milliseconds.
     assert!(secs < 5.0, "propagation took {secs} s");
 }
+
+#[test]
+fn ir_port_dims_written_by_openvino_agree() {
+    // OpenVINO's converters write every port's shape as OpenVINO inferred it. Strip those of
+    // every op but Parameter, propagate from the inputs alone, and compare: a propagated dim
+    // is the declared one, or unknown with bounds containing it; a known rank is the declared.
+    use slice_opt::ir::{DeclaredDim, NodeKind};
+    // `PROPAGATION_IR_DIR` adds a directory (e.g. the corpus of tools/corpus.py, not in git).
+    let mut dirs = vec![std::path::PathBuf::from("models")];
+    dirs.extend(std::env::var_os("PROPAGATION_IR_DIR").map(Into::into));
+    let mut files: Vec<_> = dirs
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).expect("directory"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "xml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10);
+    let (mut exact, mut unknown, mut ranks) = (0usize, 0usize, 0usize);
+    for f in &files {
+        let model = Model::load(f).expect("loads");
+        let declared = model.graph().clone();
+        let mut stripped = declared.clone();
+        for ix in declared.g.node_indices() {
+            let n = stripped.node_mut(ix);
+            if n.kind == NodeKind::Op && n.op_type != "Parameter" {
+                for v in &mut n.outputs {
+                    v.ty.shape = None;
+                }
+            }
+        }
+        let facts = shape::propagate_graph(&stripped, model.format(), 0).expect("acyclic");
+        for ix in declared.g.node_indices() {
+            let n = declared.node(ix);
+            if n.kind != NodeKind::Op || n.op_type == "Parameter" {
+                continue;
+            }
+            for (port, v) in n.outputs.iter().enumerate() {
+                let (Some(want), Some(got)) =
+                    (&v.ty.shape, &facts.get(OutletId { node: ix, port }).shape)
+                else {
+                    continue;
+                };
+                let what = format!("{}: {} output {port}", f.display(), n.describe());
+                assert_eq!(got.len(), want.len(), "{what}: rank");
+                ranks += 1;
+                for (g, w) in got.iter().zip(want) {
+                    if let DeclaredDim::Known(w) = w {
+                        let w = *w as i64;
+                        match g.as_known() {
+                            Some(k) => {
+                                assert_eq!(k, w, "{what}: {got:?} vs {want:?}");
+                                exact += 1;
+                            }
+                            None => {
+                                let (lo, hi) = g.bounds();
+                                assert!(
+                                    lo.is_none_or(|l| l <= w) && hi.is_none_or(|h| w <= h),
+                                    "{what}: {g} excludes {w}"
+                                );
+                                unknown += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{} IR files: {ranks} ranks equal, {exact} static dims exact, {unknown} left unknown",
+        files.len()
+    );
+    assert!(exact > 10 * unknown, "most static dims propagate exactly");
+}
