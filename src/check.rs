@@ -17,7 +17,6 @@ use serde::Serialize;
 
 use crate::formats::{Format, Model};
 use crate::ir::{DeclaredDim, NodeKind};
-use crate::passes::infer::infer_node_with;
 use crate::passes::slice_node::{self, DecodeError};
 use crate::semantics::{AxisPlan, Bound, Dim, SlicePlan};
 use crate::shape;
@@ -127,54 +126,79 @@ fn input_symbols(model: &Model) -> HashSet<String> {
 
 /// Infers the shape of every slice node and compares it with what the model declares (ONNX
 /// `value_info` and graph outputs; OpenVINO output port dims and the consumers' input dims).
+/// Slices inside ONNX `If`/`Loop`/`Scan` bodies are listed too, with their path
+/// (`If_3/then_branch/Slice_7`), inferred from what flows into the body
+/// ([`shape::scope`]).
 pub fn check(model: &Model) -> CheckReport {
-    let work = model;
     let free = input_symbols(model);
-    let format = work.format();
+    let format = model.format();
+    let opset = model.onnx_opset();
     let mut rows = Vec::new();
-    let order = work.graph().topo_order().unwrap_or_default();
-    let facts = shape::propagate(model).unwrap_or_default();
-    for ix in order {
-        let Some(result) = infer_node_with(work, &facts, ix) else {
+    for (n, scope) in shape::scope::scopes(model).iter().enumerate() {
+        for e in &scope.errors {
+            rows.push(CheckRow {
+                node: scope.prefix.trim_end_matches('/').to_string(),
+                path: scope.prefix.trim_end_matches('/').to_string(),
+                op: "(body)".into(),
+                declared: "-".into(),
+                inferred: "-".into(),
+                input: "?".into(),
+                verdict: Verdict::Invalid,
+                detail: format!("the body cannot be read: {e}"),
+            });
+        }
+        // The consumers' declared ports are read only at the top level.
+        let top = if n == 0 { Some(model) } else { None };
+        scope_rows(scope, format, opset, &free, top, &mut rows);
+    }
+    CheckReport {
+        model: model.path().display().to_string(),
+        format,
+        rows,
+    }
+}
+
+/// The check rows of the slices of one graph (`top`: the model, when it is its top level).
+fn scope_rows(
+    scope: &shape::scope::Scope,
+    format: Format,
+    opset: i64,
+    free: &HashSet<String>,
+    top: Option<&Model>,
+    rows: &mut Vec<CheckRow>,
+) {
+    let graph: &crate::ir::Graph = &scope.graph;
+    let facts = &scope.facts;
+    for ix in graph.topo_order().unwrap_or_default() {
+        let Some(op) = slice_node::classify(graph, ix, format, opset) else {
             continue;
         };
-        let node = work.graph().node(ix);
+        let result = shape::slice::slice_dims(graph, facts, ix, op);
+        let node = graph.node(ix);
         let declared = node.outputs.first().and_then(|v| v.ty.shape.clone());
         let (name, op) = (display_name(node), node.op_type.clone());
-        let input = data_input_shape(work, &facts, ix);
-        let row = match result {
-            Err(DecodeError::Invalid(e)) => CheckRow {
-                path: name.clone(),
-                node: name,
-                op,
-                input: input.clone(),
-                declared: show_declared(&declared),
-                inferred: "-".into(),
-                verdict: Verdict::Invalid,
-                detail: e.to_string(),
-            },
-            Err(DecodeError::Malformed(m)) => CheckRow {
-                path: name.clone(),
-                node: name,
-                op,
-                input: input.clone(),
-                declared: show_declared(&declared),
-                inferred: "-".into(),
-                verdict: Verdict::Invalid,
-                detail: m,
-            },
-            Err(DecodeError::Unknown(m)) => CheckRow {
-                path: name.clone(),
-                node: name,
-                op,
-                input: input.clone(),
-                declared: show_declared(&declared),
-                inferred: "?".into(),
-                verdict: Verdict::Unknown,
-                detail: m,
-            },
+        let path = format!("{}{}", scope.prefix, shape::scope::label(graph, ix));
+        let input = data_input_shape(graph, facts, ix);
+        let mut row = CheckRow {
+            node: name,
+            path,
+            op,
+            input,
+            declared: show_declared(&declared),
+            inferred: "-".into(),
+            verdict: Verdict::Invalid,
+            detail: String::new(),
+        };
+        match result {
+            Err(DecodeError::Invalid(e)) => row.detail = e.to_string(),
+            Err(DecodeError::Malformed(m)) => row.detail = m,
+            Err(DecodeError::Unknown(m)) => {
+                row.inferred = "?".into();
+                row.verdict = Verdict::Unknown;
+                row.detail = m;
+            }
             Ok((_, dims)) => {
-                let inferred = crate::ir::show_shape(Some(&dims));
+                row.inferred = crate::ir::show_shape(Some(&dims));
                 let mut detail = String::new();
                 let verdict = match &declared {
                     None => Verdict::Undeclared,
@@ -185,7 +209,7 @@ pub fn check(model: &Model) -> CheckReport {
                     Some(d) => match d
                         .iter()
                         .zip(&dims)
-                        .position(|(a, b)| !compatible(a, b, &free))
+                        .position(|(a, b)| !compatible(a, b, free))
                     {
                         None => Verdict::Ok,
                         Some(i) => {
@@ -195,52 +219,35 @@ pub fn check(model: &Model) -> CheckReport {
                     },
                 };
                 // IR: the consumers' input ports declare the shape too.
-                let consumer_problem = if verdict == Verdict::Ok || verdict == Verdict::Undeclared {
-                    consumer_mismatch(work, ix, &dims, &free)
-                } else {
-                    None
+                let consumer_problem = match top {
+                    Some(model) if matches!(verdict, Verdict::Ok | Verdict::Undeclared) => {
+                        consumer_mismatch(model, ix, &dims, free)
+                    }
+                    _ => None,
                 };
                 match consumer_problem {
-                    Some(p) => CheckRow {
-                        path: name.clone(),
-                        node: name,
-                        op,
-                        input: input.clone(),
-                        declared: show_declared(&declared),
-                        inferred,
-                        verdict: Verdict::Mismatch,
-                        detail: p,
-                    },
-                    None => CheckRow {
-                        path: name.clone(),
-                        node: name,
-                        op,
-                        input: input.clone(),
-                        declared: show_declared(&declared),
-                        inferred,
-                        verdict,
-                        detail,
-                    },
+                    Some(p) => {
+                        row.verdict = Verdict::Mismatch;
+                        row.detail = p;
+                    }
+                    None => {
+                        row.verdict = verdict;
+                        row.detail = detail;
+                    }
                 }
             }
-        };
+        }
         rows.push(row);
-    }
-    CheckReport {
-        model: model.path().display().to_string(),
-        format,
-        rows,
     }
 }
 
 /// The propagated shape of the data input of node `ix`, for display.
 fn data_input_shape(
-    model: &Model,
+    graph: &crate::ir::Graph,
     facts: &shape::Facts,
     ix: petgraph::stable_graph::NodeIndex,
 ) -> String {
-    let shape = model
-        .graph()
+    let shape = graph
         .input(ix, 0)
         .and_then(|o| facts.get(o).shape.as_deref());
     crate::ir::show_shape(shape)
@@ -397,23 +404,25 @@ pub fn info(model: &Model) -> Info {
     };
     let opset = model.onnx_opset();
     let mut slices = Vec::new();
-    let facts = shape::propagate(model).unwrap_or_default();
-    for ix in work.graph().topo_order().unwrap_or_default() {
-        let Some(op) = slice_node::classify(work.graph(), ix, format, opset) else {
-            continue;
-        };
-        let n = work.graph().node(ix);
-        let spec = match slice_node::decode_with(work.graph(), ix, op, Some(&facts)) {
-            Ok(sn) => python_notation(&sn.plan),
-            Err(e) => format!("({e})"),
-        };
-        slices.push(SliceInfo {
-            path: display_name(n),
-            input: data_input_shape(work, &facts, ix),
-            node: display_name(n),
-            op: n.op_type.clone(),
-            spec,
-        });
+    for scope in shape::scope::scopes(model) {
+        let graph: &crate::ir::Graph = &scope.graph;
+        for ix in graph.topo_order().unwrap_or_default() {
+            let Some(op) = slice_node::classify(graph, ix, format, opset) else {
+                continue;
+            };
+            let n = graph.node(ix);
+            let spec = match slice_node::decode_with(graph, ix, op, Some(&scope.facts)) {
+                Ok(sn) => python_notation(&sn.plan),
+                Err(e) => format!("({e})"),
+            };
+            slices.push(SliceInfo {
+                path: format!("{}{}", scope.prefix, shape::scope::label(graph, ix)),
+                input: data_input_shape(graph, &scope.facts, ix),
+                node: display_name(n),
+                op: n.op_type.clone(),
+                spec,
+            });
+        }
     }
     Info {
         model: model.path().display().to_string(),

@@ -13,7 +13,8 @@ The cache defaults to `$SLICE_OPT_CORPUS` or `.corpus/` at the repository root (
 Per model (ONNX and IR), `check` measures and prints:
   listed     slices `slice-opt check` lists / Slice+StridedSlice nodes in the model, subgraph bodies
              included (ONNX If/Loop/Scan attributes, IR If/Loop/TensorIterator bodies)
-  rank       slices whose data input has a known rank: slice-opt (`check` row with a ranked shape)
+  rank       slices whose data input has a known rank: slice-opt (`check` row whose `input` column is a
+             ranked shape, `[...]`)
              vs the reference (ONNX: `onnx.shape_inference.infer_shapes(model, data_prop=True)`;
              IR: the rank OpenVINO's `read_model` gives the slice's data input)
   default    outputs equal (ONNX Runtime for ONNX, OpenVINO CPU f32 for IR) after the default passes
@@ -371,7 +372,8 @@ def check(args):
             except (ValueError, KeyError):
                 rows = []
                 problems["listed"] = f"check exit {r.returncode}: {r.stderr.strip()[:200]}"
-            ours_ranked = sum(1 for x in rows if str(x.get("inferred", "")).startswith("["))
+            # A ranked data input: the row's `input` column is a shape (`[...]`), not `?`.
+            ours_ranked = sum(1 for x in rows if str(x.get("input", "")).startswith("["))
             if kind == "onnx":
                 import onnx
 

@@ -28,6 +28,7 @@ mod gather;
 mod manip;
 mod matmul;
 mod reduce;
+pub mod scope;
 pub mod slice;
 
 use petgraph::stable_graph::NodeIndex;
@@ -369,6 +370,17 @@ pub fn propagate_graph(
     format: Format,
     onnx_opset: i64,
 ) -> std::result::Result<Facts, crate::ir::Cycle> {
+    propagate_seeded(graph, format, onnx_opset, &|_| None)
+}
+
+/// As [`propagate_graph`], with what is known about some graph inputs from outside the graph
+/// (`seed`: a subgraph body's inputs), combined with what the graph declares for them.
+pub(crate) fn propagate_seeded(
+    graph: &Graph,
+    format: Format,
+    onnx_opset: i64,
+    seed: &dyn Fn(NodeIndex) -> Option<Fact>,
+) -> std::result::Result<Facts, crate::ir::Cycle> {
     let order = graph.topo_order()?;
     let mut facts = Facts {
         by_node: Vec::with_capacity(graph.g.node_bound()),
@@ -376,8 +388,13 @@ pub fn propagate_graph(
     for ix in order {
         let node = graph.node(ix);
         let out = match node.kind {
-            NodeKind::Const(_) | NodeKind::Input => {
-                vec![declared_fact(graph, OutletId { node: ix, port: 0 })]
+            NodeKind::Const(_) => vec![declared_fact(graph, OutletId { node: ix, port: 0 })],
+            NodeKind::Input => {
+                let declared = declared_fact(graph, OutletId { node: ix, port: 0 });
+                vec![match seed(ix) {
+                    Some(s) => merge(s, declared),
+                    None => declared,
+                }]
             }
             NodeKind::Output => Vec::new(),
             NodeKind::Op => {

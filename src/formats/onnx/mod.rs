@@ -7,6 +7,7 @@
 //! `graph.initializer` and `graph.value_info`, reusing the original record of every node no pass
 //! touched.
 
+pub mod subgraph;
 mod tensor;
 pub mod write;
 
