@@ -121,3 +121,30 @@ fn bodies_are_written_back_untouched() {
         std::fs::read(&out).expect("read")
     );
 }
+
+/// OpenVINO bodies: the slices the IR converters wrote into a `Loop` body and both `If` bodies
+/// are listed with their paths, and agree with the port dims OpenVINO's converters declared.
+#[test]
+fn check_lists_openvino_body_slices() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for (file, paths) in [
+        (
+            "models/loop_body_slice.tf.xml",
+            &["while/body/while/strided_slice"][..],
+        ),
+        (
+            "models/if_outer_slice.onnx.xml",
+            &["y/then_body/t_out", "y/else_body/e_out"][..],
+        ),
+    ] {
+        let model = Model::load(&repo.join(file)).expect("load");
+        let report = check(&model);
+        let got: Vec<&str> = report.rows.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(got, paths, "{file}");
+        for r in &report.rows {
+            assert_eq!(r.verdict, Verdict::Ok, "{file} {}: {}", r.path, r.detail);
+            assert!(r.input.starts_with('['), "{file} {}", r.path);
+        }
+        assert_eq!(info(&model).slices.len(), paths.len());
+    }
+}

@@ -223,10 +223,12 @@ def ir_reference_ranks(xml):
                 total += 1
                 if op.input(0).get_partial_shape().rank.is_static:
                     known += 1
-            if op.get_type_name() in ("If", "Loop", "TensorIterator"):
-                n = op.get_internal_subgraphs_size() if hasattr(op, "get_internal_subgraphs_size") else 1
-                for k in range(n):
-                    walk(op.get_function(k))
+            if op.get_type_name() == "If":
+                # Both branches (get_function(k) for k = 0, 1; there is no subgraph count here).
+                walk(op.get_then_body())
+                walk(op.get_else_body())
+            elif op.get_type_name() in ("Loop", "TensorIterator"):
+                walk(op.get_function(0))
 
     walk(model)
     return total, known

@@ -1,5 +1,6 @@
 //! Facts inside subgraph bodies: the top-level graph and every body of an ONNX `If`, `Loop` or
-//! `Scan` (nested too), each with its propagated facts and its path.
+//! `Scan` or an OpenVINO `If`, `Loop` or `TensorIterator` (nested too), each with its
+//! propagated facts and its path.
 //!
 //! A body's inputs get what is known from outside it:
 //! - a value the body reads from an enclosing scope by name: that value's fact;
@@ -9,6 +10,9 @@
 //! - `Scan` (opset 9+): the state variables as `Loop`'s carried values; each scan input the
 //!   input's shape without its scan axis;
 //! - otherwise, and for `If` branches (no inputs): what the body declares.
+//!
+//! OpenVINO bodies get what their `Parameter` port dims declare (the port maps are not read
+//! yet).
 //!
 //! Then facts flow through the body as through any graph. Nothing here changes the model.
 
@@ -20,6 +24,7 @@ use petgraph::stable_graph::NodeIndex;
 use super::{propagate_graph, propagate_seeded, Fact, Facts};
 use crate::formats::onnx::proto::GraphProto;
 use crate::formats::onnx::subgraph;
+use crate::formats::openvino::OvModel;
 use crate::formats::{Format, Model};
 use crate::ir::{DType, FastMap, Graph, NodeKind, Origin, OutletId};
 use crate::semantics::Dim;
@@ -58,16 +63,19 @@ pub fn label(graph: &Graph, ix: NodeIndex) -> String {
 }
 
 /// The top-level graph of `model` followed by every subgraph body (depth first, in topological
-/// order of the nodes that hold them). OpenVINO bodies are not entered yet.
+/// order of the nodes that hold them).
 pub fn scopes(model: &Model) -> Vec<Scope<'_>> {
     let graph = model.graph();
     let facts = propagate_graph(graph, model.format(), model.onnx_opset()).unwrap_or_default();
     let mut out = Vec::new();
     let mut bodies = Vec::new();
-    if let Model::Onnx(m) = model {
-        if let Some(g) = m.proto.graph.as_ref() {
-            onnx_bodies(&m.path, m.opset(), graph, g, &facts, "", 0, &mut bodies);
+    match model {
+        Model::Onnx(m) => {
+            if let Some(g) = m.proto.graph.as_ref() {
+                onnx_bodies(&m.path, m.opset(), graph, g, &facts, "", 0, &mut bodies);
+            }
         }
+        Model::OpenVino(m) => ov_bodies(m, "", 0, &mut bodies),
     }
     out.push(Scope {
         prefix: String::new(),
@@ -160,6 +168,44 @@ fn onnx_bodies(
                 prefix: body_prefix,
                 graph: Cow::Owned(body.graph),
                 facts: body_facts,
+                errors: Vec::new(),
+            });
+            out.extend(nested);
+        }
+    }
+}
+
+/// Appends the bodies of the `If`/`Loop`/`TensorIterator` layers of `model` to `out`,
+/// recursively. A body's `Parameter`s have the shapes their port dims declare; nothing flows in
+/// from the enclosing graph yet.
+fn ov_bodies(model: &OvModel, prefix: &str, depth: usize, out: &mut Vec<Scope<'static>>) {
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let graph = &model.graph;
+    for ix in graph.topo_order().unwrap_or_default() {
+        let node_prefix = format!("{prefix}{}/", label(graph, ix));
+        for (name, body) in model.bodies(ix) {
+            let body_prefix = format!("{node_prefix}{name}/");
+            let body = match body {
+                Ok(b) => b,
+                Err(e) => {
+                    out.push(Scope {
+                        prefix: body_prefix,
+                        graph: Cow::Owned(Graph::default()),
+                        facts: Facts::default(),
+                        errors: vec![e.to_string()],
+                    });
+                    continue;
+                }
+            };
+            let facts = propagate_graph(&body.graph, Format::OpenVino, 0).unwrap_or_default();
+            let mut nested = Vec::new();
+            ov_bodies(&body, &body_prefix, depth + 1, &mut nested);
+            out.push(Scope {
+                prefix: body_prefix,
+                graph: Cow::Owned(body.graph),
+                facts,
                 errors: Vec::new(),
             });
             out.extend(nested);

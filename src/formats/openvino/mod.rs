@@ -23,6 +23,7 @@
 //! map.
 
 mod read;
+pub mod subgraph;
 mod write;
 pub mod xml;
 
