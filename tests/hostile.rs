@@ -671,6 +671,25 @@ fn ir_element_types_openvino_refuses_are_refused() {
         );
         assert_unchanged(root, &before);
     }
+    // Inside a Loop body too.
+    let lxml = std::fs::read_to_string(repo().join("models/loop_body_slice.tf.xml")).unwrap();
+    let body = lxml.find("<body>").expect("a body");
+    let at = body
+        + lxml[body..]
+            .find("element_type=\"")
+            .expect("a body element_type");
+    let end = at + lxml[at..].find("\" ").expect("closing quote");
+    let edited = format!("{}element_type=\"q99{}", &lxml[..at], &lxml[end..]);
+    std::fs::write(root.join("l.xml"), &edited).unwrap();
+    std::fs::copy(
+        repo().join("models/loop_body_slice.tf.bin"),
+        root.join("l.bin"),
+    )
+    .unwrap();
+    assert_refused(
+        &run(&[p("check"), &root.join("l.xml")]),
+        "element_type=\"q99\"",
+    );
     // What it reads: upper-case element types, legacy precisions.
     let edited = xml.replacen("element_type=\"f32\"", "element_type=\"F32\"", 1);
     std::fs::write(root.join("m.xml"), &edited).unwrap();

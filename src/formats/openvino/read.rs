@@ -364,10 +364,12 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
         }
         // Constants inside bodies must fit the .bin too (they are written back as they are).
         let b0 = self.body_consts.len();
-        for l in el
-            .descendants()
-            .filter(|l| l.name() == "layer" && l.attr("type") == Some("Const"))
-        {
+        for l in el.descendants().filter(|l| l.name() == "layer") {
+            // Body layers too: OpenVINO's reader refuses the model for any of them.
+            check_element_types(path, l)?;
+            if l.attr("type") != Some("Const") {
+                continue;
+            }
             let spec = const_spec(path, l)?;
             check_range(path, &self.bin_path, l, bin, spec.offset, spec.size)?;
             self.body_consts.push((spec.offset, spec.size));
