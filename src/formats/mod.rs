@@ -52,7 +52,10 @@ impl Model {
     }
 
     /// Saves the model to `path` (for IR, `path` is the `.xml`; the `.bin` goes beside it).
-    /// Writing is atomic: on failure nothing at `path` changes.
+    /// Every file the save writes is checked first ([`output::OutputPlan`]: an input, a
+    /// device, a FIFO, the same file twice or an unrelated existing data file is refused with
+    /// [`Error::Refused`]), then written to a temporary name; all are renamed into place at
+    /// the end: on failure no file changes and none is added.
     pub fn save(&self, path: &Path) -> Result<()> {
         match self {
             Model::Onnx(m) => m.save(path),
