@@ -32,7 +32,9 @@ Examples:
   slice-opt info model.onnx
       opsets, op counts and every slice in Python notation
 
-Exit codes: 0 success, 1 a pass, check or verification failed, 2 the input could not be read.";
+Exit codes: 0 success, 1 a pass, check or verification failed, 2 the input could not be read
+or the output could not be written (or was refused: an input, a device, a FIFO, the same file
+twice, an unrelated existing file). An interrupted run (SIGINT, SIGTERM, SIGHUP) leaves no file.";
 
 /// Shape inference, constant folding and lowering of StridedSlice/Slice in ONNX and OpenVINO IR
 /// models.
@@ -121,6 +123,10 @@ fn exit_code(e: &Error) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Temporary files of a save in progress are removed on SIGINT, SIGTERM and SIGHUP.
+    if let Err(e) = slice_opt::formats::output::install_signal_cleanup() {
+        eprintln!("slice-opt: warning: cannot install signal handlers: {e}");
+    }
     let result = match &cli.command {
         Some(Command::Check { model, format }) => run_check(model, *format),
         Some(Command::Info { model, format }) => run_info(model, *format),
@@ -388,7 +394,21 @@ fn run_transform(cli: &Cli) -> Result<ExitCode, Error> {
     };
     let passes = PassKind::parse_list(&cli.passes)?;
     if input.is_dir() {
+        // A directory named like a model is a mistake (or a trap), not a batch of models:
+        // do not answer it by creating an output directory.
+        if is_model(input) || is_model(output) {
+            return Err(Error::Refused {
+                path: input.clone(),
+                message: format!(
+                    "is a directory, not a model file (directory mode needs a directory input and a directory -o, not {})",
+                    output.display()
+                ),
+            });
+        }
         return run_directory(cli, &passes, input, output);
+    }
+    if let Some(report) = &cli.report {
+        check_report_path(report, input, output)?;
     }
     let outcome = transform_one(cli, &passes, input, output)?;
     if let Some(path) = &cli.report {
@@ -398,6 +418,22 @@ fn run_transform(cli: &Cli) -> Result<ExitCode, Error> {
         eprintln!("{}", summary(input, output, &outcome, cli.verbose));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `--report` file must not be the input or the output model.
+fn check_report_path(report: &Path, input: &Path, output: &Path) -> Result<(), Error> {
+    use slice_opt::formats::output::OutputPlan;
+    let mut plan = OutputPlan::new();
+    plan.input(input)
+        .model(output, Some(input))
+        .model(report, None);
+    match plan.check() {
+        // The model output's own problems are reported when it is written.
+        Err(Error::Refused { path, message }) if path == report => {
+            Err(Error::Refused { path, message })
+        }
+        _ => Ok(()),
+    }
 }
 
 fn run_directory(

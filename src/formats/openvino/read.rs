@@ -29,6 +29,97 @@ pub(super) struct ConstSpec {
     typed: Option<(DType, Vec<u64>)>,
 }
 
+/// OpenVINO's element type names (`ov::element::Type_t`).
+const OV_ELEMENT_TYPES: &[&str] = &[
+    "undefined",
+    "dynamic",
+    "boolean",
+    "bf16",
+    "f16",
+    "f32",
+    "f64",
+    "i4",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u1",
+    "u2",
+    "u3",
+    "u4",
+    "u6",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "nf4",
+    "f8e4m3",
+    "f8e5m2",
+    "string",
+    "f4e2m1",
+    "f8e8m0",
+];
+
+/// True when OpenVINO's IR reader accepts `s` as an `element_type` (or `destination_type`):
+/// an element type name in any case (measured with openvino 2025: `F32`, `Boolean` are read,
+/// `q99`, `fp32`, `bool` are refused).
+pub(super) fn valid_element_type(s: &str) -> bool {
+    OV_ELEMENT_TYPES.iter().any(|n| n.eq_ignore_ascii_case(s))
+}
+
+/// True when OpenVINO's IR reader accepts `s` as a port `precision`: an element type name in
+/// lower case, in upper case (except `UNDEFINED`, `DYNAMIC`, `BOOLEAN`, `F16`, `F32`, `F64`),
+/// or a legacy name `FP16`, `FP32`, `FP64`, `BOOL`, `BIN`, `UNSPECIFIED` (measured with
+/// openvino 2025; mixed case such as `Fp16` is refused).
+pub(super) fn valid_precision(s: &str) -> bool {
+    const LEGACY: &[&str] = &["FP16", "FP32", "FP64", "BOOL", "BIN", "UNSPECIFIED"];
+    const NO_UPPER: &[&str] = &["undefined", "dynamic", "boolean", "f16", "f32", "f64"];
+    OV_ELEMENT_TYPES.contains(&s)
+        || LEGACY.contains(&s)
+        || (s.bytes().all(|b| !b.is_ascii_lowercase())
+            && OV_ELEMENT_TYPES
+                .iter()
+                .any(|n| !NO_UPPER.contains(n) && n.eq_ignore_ascii_case(s)))
+}
+
+/// Refuses element types OpenVINO's reader refuses: `element_type` / `destination_type` of the
+/// layer's `<data>` and the `precision` of each port, naming the layer and the attribute.
+pub(super) fn check_element_types(path: &Path, layer: El<'_, '_>) -> Result<()> {
+    if let Some(data) = layer.child("data") {
+        for attr in ["element_type", "destination_type"] {
+            if let Some(v) = data.attr(attr) {
+                if !valid_element_type(v) {
+                    return Err(layer_err(
+                        path,
+                        layer,
+                        format!("<data {attr}=\"{v}\">: not an OpenVINO element type"),
+                    ));
+                }
+            }
+        }
+    }
+    for group in ["input", "output"] {
+        let Some(g) = layer.child(group) else {
+            continue;
+        };
+        for port in g.elements().filter(|e| e.name() == "port") {
+            if let Some(v) = port.attr("precision") {
+                if !valid_precision(v) {
+                    return Err(layer_err(
+                        path,
+                        layer,
+                        format!(
+                            "{group} port {}: precision=\"{v}\" is not an OpenVINO element type",
+                            port.attr("id").unwrap_or("?")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn const_spec(path: &Path, layer: El<'_, '_>) -> Result<ConstSpec> {
     let data = layer
         .child("data")
@@ -226,6 +317,7 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
         let id =
             parse_int(el, "id").ok_or_else(|| layer_err(path, el, "layer has no valid 'id'"))?;
         let op_type = el.attr("type").unwrap_or_default();
+        check_element_types(path, el)?;
         let input_ports = port_ids(path, el, "input")?;
         let output_ports = port_ids(path, el, "output")?;
         {
@@ -272,10 +364,12 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
         }
         // Constants inside bodies must fit the .bin too (they are written back as they are).
         let b0 = self.body_consts.len();
-        for l in el
-            .descendants()
-            .filter(|l| l.name() == "layer" && l.attr("type") == Some("Const"))
-        {
+        for l in el.descendants().filter(|l| l.name() == "layer") {
+            // Body layers too: OpenVINO's reader refuses the model for any of them.
+            check_element_types(path, l)?;
+            if l.attr("type") != Some("Const") {
+                continue;
+            }
             let spec = const_spec(path, l)?;
             check_range(path, &self.bin_path, l, bin, spec.offset, spec.size)?;
             self.body_consts.push((spec.offset, spec.size));
