@@ -1,7 +1,9 @@
 //! Issue 5, acceptance 1: every conformance case built as a one-node ONNX model with constant
 //! data folds to one constant whose values are the oracle's selected indices (ONNX Slice against
 //! `expected_onnx`; TensorFlow-style custom-domain StridedSlice against `expected_tf`), and the
-//! folded Slice models give the same result in tract-onnx as the unfolded ones.
+//! folded Slice models give the same result in tract-onnx as the unfolded ones. IR Slice-8 and
+//! StridedSlice-1 one-op models fold to `expected_ov` (or `expected_ov_alt` where the case has
+//! one). No pins.
 
 mod common;
 
@@ -10,11 +12,6 @@ use prost::Message;
 use slice_opt::formats::onnx::{proto, OnnxModel};
 use slice_opt::ir::NodeKind;
 use slice_opt::pipeline::{PassKind, Pipeline};
-use slice_opt::semantics::decode::{constant, OvMasks, TfMasks};
-use slice_opt::semantics::{
-    gather, onnx_slice, ov_slice8, strided_slice, Clamp, Flavour, SliceError, SlicePlan,
-    StridedSliceSpec,
-};
 use slice_opt::Model;
 
 /// Folds a one-node model; returns the constant feeding output `y` as (shape, values), or
@@ -49,28 +46,12 @@ fn as_u64(v: &[i64]) -> Vec<u64> {
     v.iter().map(|&x| x as u64).collect()
 }
 
-/// A shape and the flat indices selected; `None` for an error.
-type Answer = Option<(Vec<u64>, Vec<u64>)>;
-
-/// What the semantics core itself answers for a case (plan + gather), `None` for an error.
-fn core(
-    plan: Result<SlicePlan, SliceError>,
-    dims: &[u64],
-    clamp: Clamp,
-) -> Option<(Vec<u64>, Vec<u64>)> {
-    let plan = plan.ok()?;
-    let idx = gather(&plan, dims, clamp, 1 << 24).ok()?;
-    let shape = slice_opt::semantics::output_shape(&plan, dims, clamp).ok()?;
-    Some((shape, idx))
-}
-
-/// Tallies fold results: equal to the oracle; or, where the semantics core itself differs from
-/// the oracle (the deviations pinned and explained in tests/conformance.rs), equal to the core.
-/// Anything else is a fold bug.
+/// Tallies fold results against the answers a case accepts (`expected_*`, or
+/// `expected_ov_alt` where present). Anything else is a fold bug; there are no pins.
 #[derive(Default)]
 struct Tally {
     oracle: usize,
-    core_deviation: Vec<String>,
+    alt: usize,
     fail: Vec<String>,
 }
 
@@ -78,26 +59,24 @@ impl Tally {
     fn add(
         &mut self,
         id: &str,
-        want: Option<(Vec<u64>, Vec<u64>)>,
-        core: Option<(Vec<u64>, Vec<u64>)>,
+        accepted: &[Option<(Vec<u64>, Vec<u64>)>],
         got: Result<(Vec<u64>, Vec<i64>), String>,
     ) {
         let got = got.ok().map(|(s, v)| (s, as_u64(&v)));
-        if got == want {
-            self.oracle += 1;
-        } else if core != want && got == core {
-            self.core_deviation.push(id.to_string());
-        } else {
-            self.fail
-                .push(format!("{id}: want {want:?}, core {core:?}, got {got:?}"));
+        match accepted.iter().position(|a| *a == got) {
+            Some(0) => self.oracle += 1,
+            Some(_) => self.alt += 1,
+            None => self
+                .fail
+                .push(format!("{id}: want {accepted:?}, got {got:?}")),
         }
     }
 
     fn finish(self, what: &str) {
         println!(
-            "{what}: {} equal to the oracle, {} equal to the semantics core where it deviates (pinned in tests/conformance.rs), {} fold bugs",
+            "{what}: {} equal to expected, {} equal to expected_ov_alt, {} fold bugs",
             self.oracle,
-            self.core_deviation.len(),
+            self.alt,
             self.fail.len()
         );
         assert!(
@@ -114,91 +93,6 @@ impl Tally {
     }
 }
 
-fn onnx_core(c: &serde_json::Value) -> Option<(Vec<u64>, Vec<u64>)> {
-    let axes = (!c["axes"].is_null()).then(|| ints(&c["axes"]));
-    let steps = (!c["steps"].is_null()).then(|| constant(&ints(&c["steps"])));
-    let plan = onnx_slice(
-        &constant(&ints(&c["starts"])),
-        &constant(&ints(&c["ends"])),
-        axes.as_deref(),
-        steps.as_deref(),
-        uints(&c["input_shape"]).len(),
-        c["onnx_opset"].as_i64().expect("opset") as u32,
-    );
-    core(plan, &uints(&c["input_shape"]), Clamp::Ov)
-}
-
-fn ov_slice8_core(c: &serde_json::Value) -> Option<(Vec<u64>, Vec<u64>)> {
-    let starts = ints(&c["starts"]);
-    let steps = if c["steps"].is_null() {
-        vec![1; starts.len()]
-    } else {
-        ints(&c["steps"])
-    };
-    let axes = (!c["axes"].is_null()).then(|| ints(&c["axes"]));
-    let plan = ov_slice8(
-        &constant(&starts),
-        &constant(&ints(&c["ends"])),
-        Some(&constant(&steps)),
-        axes.as_deref(),
-        uints(&c["input_shape"]).len(),
-    );
-    core(plan, &uints(&c["input_shape"]), Clamp::Ov)
-}
-
-fn ss_core(c: &serde_json::Value, flavour: Flavour) -> Option<(Vec<u64>, Vec<u64>)> {
-    let (b, e, st) = (ints(&c["begin"]), ints(&c["end"]), ints(&c["strides"]));
-    let spec = match flavour {
-        Flavour::Tf => StridedSliceSpec::from_tf_bits(
-            &b,
-            &e,
-            Some(&st),
-            TfMasks {
-                begin: c["begin_mask"].as_i64().expect("mask"),
-                end: c["end_mask"].as_i64().expect("mask"),
-                ellipsis: c["ellipsis_mask"].as_i64().expect("mask"),
-                new_axis: c["new_axis_mask"].as_i64().expect("mask"),
-                shrink: c["shrink_axis_mask"].as_i64().expect("mask"),
-            },
-        ),
-        Flavour::Ov => {
-            let lists = ov_mask_lists(c);
-            let get = |name: &str| {
-                lists
-                    .iter()
-                    .find(|(n, _)| *n == name)
-                    .map(|(_, l)| l.clone())
-                    .unwrap_or_default()
-            };
-            let (bm, em, nm, sm, el) = (
-                get("begin_mask"),
-                get("end_mask"),
-                get("new_axis_mask"),
-                get("shrink_axis_mask"),
-                get("ellipsis_mask"),
-            );
-            StridedSliceSpec::from_ov_lists(
-                &b,
-                &e,
-                Some(&st),
-                OvMasks {
-                    begin: &bm,
-                    end: &em,
-                    ellipsis: &el,
-                    new_axis: &nm,
-                    shrink: &sm,
-                },
-            )
-        }
-    };
-    let shape = uints(&c["input_shape"]);
-    core(
-        strided_slice(&spec, flavour, shape.len()),
-        &shape,
-        flavour.clamp(),
-    )
-}
-
 #[test]
 fn onnx_slice_cases_fold_to_the_oracle() {
     let mut t = Tally::default();
@@ -206,8 +100,7 @@ fn onnx_slice_cases_fold_to_the_oracle() {
         let got = fold(&onnx_slice_model(c)).map(|(_, s, v)| (s, v));
         t.add(
             c["id"].as_str().expect("id"),
-            expected(&c["expected_onnx"]),
-            onnx_core(c),
+            &accepted(c, "expected_onnx"),
             got,
         );
     }
@@ -224,8 +117,7 @@ fn tf_strided_slice_cases_fold_to_the_oracle() {
         let got = fold(&tf_strided_slice_model(c)).map(|(_, s, v)| (s, v));
         t.add(
             c["id"].as_str().expect("id"),
-            expected(&c["expected_tf"]),
-            ss_core(c, Flavour::Tf),
+            &accepted(c, "expected_tf"),
             got,
         );
     }
@@ -319,15 +211,13 @@ fn compare_ir(
     file: &str,
     expected_key: &str,
     build: fn(&serde_json::Value) -> (String, Vec<u8>),
-    core: fn(&serde_json::Value) -> Answer,
     what: &str,
 ) {
     let mut t = Tally::default();
     for c in &load_cases(file) {
         t.add(
             c["id"].as_str().expect("id"),
-            expected(&c[expected_key]),
-            core(c),
+            &accepted(c, expected_key),
             fold_ir(build(c)),
         );
     }
@@ -340,7 +230,6 @@ fn ir_slice8_cases_fold_to_the_oracle() {
         "slice.jsonl.gz",
         "expected_ov",
         ov_slice8_ir,
-        ov_slice8_core,
         "fold IR Slice-8 vs expected_ov",
     );
 }
@@ -351,7 +240,6 @@ fn ir_strided_slice_cases_fold_to_the_oracle() {
         "strided_slice.jsonl.gz",
         "expected_ov",
         ov_strided_slice_ir,
-        |c| ss_core(c, Flavour::Ov),
         "fold IR StridedSlice-1 vs expected_ov",
     );
 }
