@@ -243,3 +243,52 @@ fn ir_strided_slice_cases_fold_to_the_oracle() {
         "fold IR StridedSlice-1 vs expected_ov",
     );
 }
+
+/// The shrink + begin_mask choice is applied, and warned about, in `fold`, `lower` and `check`:
+/// ss-1-00510 (an entry with shrink_axis_mask and begin_mask, `begin = -1`) folds to OpenVINO's
+/// constant-folding answer (`expected_ov_alt`, element `begin[i]`), and each of the three
+/// reports the node with the warning text of issue 15. A case without the pattern has none.
+#[test]
+fn shrink_with_begin_mask_is_warned_in_fold_lower_and_check() {
+    use slice_opt::formats::openvino::OvModel;
+    let load = |c: &serde_json::Value| {
+        let (xml, bin) = ov_strided_slice_ir(c);
+        Model::OpenVino(
+            OvModel::from_parts("case.xml".as_ref(), xml, Some(bytes::Bytes::from(bin)))
+                .expect("valid IR"),
+        )
+    };
+    let cases = load_cases("strided_slice.jsonl.gz");
+    let find = |id: &str| cases.iter().find(|c| c["id"] == id).expect("case");
+    let warned = find("ss-1-00510");
+    let plain = find("ss-1-01722");
+    const TEXT: &str = "OpenVINO's CPU plugin and its constant folding disagree here; folded as";
+    for (c, want) in [(warned, 1usize), (plain, 0)] {
+        for pass in [PassKind::Fold, PassKind::Lower] {
+            let mut m = load(c);
+            let report = Pipeline::with_passes(vec![pass])
+                .run(&mut m)
+                .expect("pass runs");
+            let w = &report.passes[0].warnings;
+            assert_eq!(w.len(), want, "{} {pass:?}: {w:?}", c["id"]);
+            assert!(w.iter().all(|w| w.what.starts_with(TEXT)), "{w:?}");
+        }
+        let rows = slice_opt::check::check(&load(c)).rows;
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            rows[0].warning.starts_with(TEXT),
+            want == 1,
+            "{:?}",
+            rows[0]
+        );
+    }
+    let got = fold_ir(ov_strided_slice_ir(warned)).map(|(s, v)| (s, as_u64(&v)));
+    assert_eq!(
+        Some(got.expect("folds")),
+        expected(&warned["expected_ov_alt"])
+    );
+    assert_ne!(
+        expected(&warned["expected_ov_alt"]),
+        expected(&warned["expected_ov"])
+    );
+}

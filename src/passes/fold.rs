@@ -13,8 +13,9 @@ use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::{DType, DeclaredDim, Graph, Node, NodeKind, Tensor, Value, ValueType};
 use crate::passes::eval::{self, EvalError};
+use crate::passes::rewrite;
 use crate::passes::slice_node::{self, DecodeError};
-use crate::pipeline::{Change, PassReport};
+use crate::report::{Change, PassReport};
 
 /// Default cap on the size of one produced constant: 16 MiB.
 pub const DEFAULT_FOLD_LIMIT: u64 = 16 << 20;
@@ -280,12 +281,19 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
     let format = model.format();
+    let opset = model.onnx_opset();
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
             continue;
         }
         match evaluate(model, ix, limit) {
             Ok(t) => {
+                let graph = model.graph();
+                if let Some(w) = slice_node::classify(graph, ix, format, opset)
+                    .and_then(|op| rewrite::ov_shrink_begin_mask_warning(graph, ix, op))
+                {
+                    report.warnings.push(w);
+                }
                 let n = model.graph().node(ix);
                 let change = Change {
                     node: n.name.clone(),

@@ -18,7 +18,7 @@ use crate::ir::{Attr, Graph, NodeKind, OutletId};
 use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
 use crate::passes::slice_node::{self, SliceOp};
-use crate::pipeline::{Change, PassReport};
+use crate::report::{Change, PassReport};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, Flavour, ResolvedAxis, StridedSliceSpec};
 
 /// The ONNX custom domain of TensorFlow-style StridedSlice nodes.

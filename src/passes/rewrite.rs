@@ -267,3 +267,28 @@ pub fn ov_list(v: &[i64]) -> Attr {
             .join(","),
     )
 }
+
+/// The shrink + begin_mask warning for an OpenVINO StridedSlice-1 node, when it has such an
+/// entry (see [`semantics::decode::ov_shrink_begin_mask_entries`]): OpenVINO's CPU plugin and
+/// its constant folding compute different results there, and slice-opt follows its constant
+/// folding (`begin[i]`) in every pass.
+pub fn ov_shrink_begin_mask_warning(
+    graph: &Graph,
+    node: NodeIndex,
+    op: slice_node::SliceOp,
+) -> Option<crate::report::Change> {
+    if op != slice_node::SliceOp::OvStridedSlice {
+        return None;
+    }
+    let (spec, _) = slice_node::strided_slice_spec(graph, node, op).ok()?;
+    let entries = semantics::decode::ov_shrink_begin_mask_entries(&spec);
+    if entries.is_empty() {
+        return None;
+    }
+    let n = graph.node(node);
+    Some(crate::report::Change::note(
+        n.name.clone(),
+        n.op_type.clone(),
+        semantics::decode::ov_shrink_begin_mask_warning(&entries),
+    ))
+}
