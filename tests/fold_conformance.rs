@@ -292,3 +292,278 @@ fn shrink_with_begin_mask_is_warned_in_fold_lower_and_check() {
         expected(&warned["expected_ov"])
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue 15, acceptance 3: exporter-style shape chains on a static input fold completely.
+// ---------------------------------------------------------------------------------------------
+
+/// An int64 constant of any shape (`dims` empty = a scalar).
+fn i64_const(name: &str, dims: &[i64], values: &[i64]) -> proto::TensorProto {
+    proto::TensorProto {
+        dims: dims.to_vec(),
+        ..i64_tensor(name, values)
+    }
+}
+
+/// Every symbolic dim of every graph input set to `value`.
+fn make_static(m: &mut proto::ModelProto, value: i64) {
+    use proto::tensor_shape_proto::dimension::Value as D;
+    let g = m.graph.as_mut().expect("graph");
+    for i in &mut g.input {
+        if let Some(proto::type_proto::Value::TensorType(t)) =
+            i.r#type.as_mut().and_then(|t| t.value.as_mut())
+        {
+            for d in t.shape.iter_mut().flat_map(|s| s.dim.iter_mut()) {
+                if !matches!(d.value, Some(D::DimValue(_))) {
+                    d.value = Some(D::DimValue(value));
+                }
+            }
+        }
+    }
+    // Declared intermediate/output shapes would carry the old symbols: drop them.
+    g.value_info.clear();
+    for o in &mut g.output {
+        if let Some(proto::type_proto::Value::TensorType(t)) =
+            o.r#type.as_mut().and_then(|t| t.value.as_mut())
+        {
+            t.shape = None;
+        }
+    }
+}
+
+/// The static dims of every graph input of `m`.
+fn input_shapes(m: &proto::ModelProto) -> Vec<Vec<usize>> {
+    use proto::tensor_shape_proto::dimension::Value as D;
+    m.graph
+        .as_ref()
+        .expect("graph")
+        .input
+        .iter()
+        .map(|i| match i.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(proto::type_proto::Value::TensorType(t)) => t
+                .shape
+                .iter()
+                .flat_map(|s| s.dim.iter())
+                .map(|d| match d.value {
+                    Some(D::DimValue(v)) => v as usize,
+                    _ => panic!("a static input"),
+                })
+                .collect(),
+            _ => panic!("a tensor input"),
+        })
+        .collect()
+}
+
+/// Runs `bytes` in tract with every (float) input, of the given shapes, filled with `sin(k)`
+/// values; the outputs.
+fn tract_outputs(bytes: &[u8], shapes: &[Vec<usize>]) -> Vec<(Vec<usize>, Vec<f32>)> {
+    use tract_onnx::prelude::*;
+    let model = tract_onnx::onnx()
+        .model_for_read(&mut &bytes[..])
+        .expect("tract reads the model");
+    let inputs: TVec<TValue> = shapes
+        .iter()
+        .map(|shape| {
+            let n: usize = shape.iter().product();
+            let data: Vec<f32> = (0..n).map(|k| (k as f32 * 0.37).sin()).collect();
+            Tensor::from(tract_ndarray::ArrayD::from_shape_vec(shape.clone(), data).expect("shape"))
+                .into()
+        })
+        .collect();
+    let out = model
+        .into_optimized()
+        .and_then(|m| m.into_runnable())
+        .and_then(|m| m.run(inputs))
+        .expect("tract runs the model");
+    out.iter()
+        .map(|t| {
+            let t = t
+                .clone()
+                .into_tensor()
+                .cast_to::<f32>()
+                .expect("f32")
+                .into_owned();
+            let values = t
+                .to_plain_array_view::<f32>()
+                .expect("f32 view")
+                .iter()
+                .copied()
+                .collect();
+            (t.shape().to_vec(), values)
+        })
+        .collect()
+}
+
+/// Folds (`fold,cleanup`) an ONNX model; the folded model and its op types.
+fn fold_onnx(m: &proto::ModelProto) -> (Vec<u8>, Vec<String>) {
+    let onnx = OnnxModel::from_bytes("chain.onnx".as_ref(), bytes::Bytes::from(m.encode_to_vec()))
+        .expect("valid model");
+    let mut model = Model::Onnx(onnx);
+    let report = Pipeline::with_passes(vec![PassKind::Infer, PassKind::Fold, PassKind::Cleanup])
+        .run(&mut model)
+        .expect("passes run");
+    for p in &report.passes {
+        for s in &p.skipped {
+            println!("  {:?} skipped {} ({}): {}", p.pass, s.node, s.op, s.what);
+        }
+    }
+    let ops = model
+        .graph()
+        .g
+        .node_weights()
+        .filter(|n| n.kind == NodeKind::Op)
+        .map(|n| n.op_type.clone())
+        .collect();
+    let Model::Onnx(onnx) = model else {
+        unreachable!("ONNX in, ONNX out")
+    };
+    (onnx.to_proto().expect("encode").encode_to_vec(), ops)
+}
+
+/// An exporter-style chain through every op `fold` must evaluate: Shape, Gather (scalar and
+/// 1-D indices), Div, Unsqueeze, Sub, Cast, Squeeze, Range, ConstantOfShape, Mul, Add, Concat,
+/// feeding a Slice of a graph input `x` [2, 6, 8] (opset 17). Expected: x[:, 2:6, 1:6].
+pub fn synthetic_chain() -> proto::ModelProto {
+    let mut cos = node("ConstantOfShape", "cos", &["hu"], &["cos"]);
+    cos.attribute.push(proto::AttributeProto {
+        name: Some("value".into()),
+        t: Some(Box::new(i64_const("v", &[1], &[2]))),
+        r#type: Some(proto::attribute_proto::AttributeType::Tensor as i32),
+        ..Default::default()
+    });
+    let mut c32 = node("Cast", "c32", &["d2v"], &["c32"]);
+    c32.attribute.push(int_attr("to", 6));
+    let mut c64 = node("Cast", "c64", &["c32"], &["c64"]);
+    c64.attribute.push(int_attr("to", 7));
+    let nodes = vec![
+        node("Shape", "shape", &["x"], &["s"]),
+        node("Gather", "d1", &["s", "i1"], &["d1"]),
+        node("Gather", "d2v", &["s", "i2"], &["d2v"]),
+        node("Div", "half", &["d1", "two"], &["half"]),
+        node("Unsqueeze", "hu", &["half", "ax0"], &["hu"]),
+        node("Sub", "st1", &["hu", "one1"], &["st1"]),
+        c32,
+        c64,
+        node("Squeeze", "sq", &["c64", "ax0"], &["sq"]),
+        node("Range", "rng", &["zero", "d1", "three"], &["rng"]),
+        node("Gather", "rsum", &["rng", "i1"], &["rsum"]),
+        cos,
+        node("Gather", "cg", &["cos", "i1"], &["cg"]),
+        node("Mul", "cg1", &["cg", "one"], &["cg1"]),
+        node("Sub", "b2", &["rsum", "cg1"], &["b2"]),
+        node("Unsqueeze", "b2u", &["b2", "ax0"], &["b2u"]),
+        node("Concat", "starts", &["st1", "b2u"], &["starts"]),
+        node("Add", "e1", &["hu", "hu"], &["e1"]),
+        node("Sub", "e2", &["sq", "cg"], &["e2"]),
+        node("Unsqueeze", "e2u", &["e2", "ax0"], &["e2u"]),
+        node("Concat", "ends", &["e1", "e2u"], &["ends"]),
+        node("Slice", "slice", &["x", "starts", "ends", "axes"], &["y"]),
+    ];
+    let mut nodes = nodes;
+    for n in &mut nodes {
+        if n.op_type.as_deref() == Some("Concat") {
+            n.attribute.push(int_attr("axis", 0));
+        }
+    }
+    let mut x = i32_input("x", &[Some(2), Some(6), Some(8)]);
+    if let Some(proto::type_proto::Value::TensorType(t)) =
+        x.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.elem_type = Some(1);
+    }
+    let mut m = one_node_model(
+        node("Identity", "unused", &[], &[]),
+        vec![
+            i64_const("i1", &[], &[1]),
+            i64_const("i2", &[1], &[2]),
+            i64_const("two", &[], &[2]),
+            i64_const("ax0", &[1], &[0]),
+            i64_const("one1", &[1], &[1]),
+            i64_const("one", &[], &[1]),
+            i64_const("zero", &[], &[0]),
+            i64_const("three", &[], &[3]),
+            i64_const("axes", &[2], &[1, 2]),
+        ],
+        &[("", 17)],
+    );
+    let g = m.graph.as_mut().expect("graph");
+    g.node = nodes;
+    g.input = vec![x];
+    if let Some(proto::type_proto::Value::TensorType(t)) =
+        g.output[0].r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.elem_type = Some(1);
+    }
+    m
+}
+
+#[test]
+fn exporter_shape_chains_fold_completely() {
+    let mut models = Vec::new();
+    for (file, dim) in [
+        ("pos_embedding.onnx", 5),
+        ("gpt2_causal_mask.onnx", 3),
+        ("causal_mask_dynamic.onnx", 4),
+    ] {
+        let path = format!("{}/models/{file}", env!("CARGO_MANIFEST_DIR"));
+        let mut m = proto::ModelProto::decode(&*std::fs::read(&path).expect("fixture"))
+            .expect("valid ONNX");
+        make_static(&mut m, dim);
+        models.push((file.to_string(), m));
+    }
+    models.push(("synthetic_chain".into(), synthetic_chain()));
+    let chain_ops = [
+        "Shape",
+        "Gather",
+        "Unsqueeze",
+        "Squeeze",
+        "Concat",
+        "Cast",
+        "Range",
+        "ConstantOfShape",
+        "Add",
+        "Sub",
+        "Mul",
+        "Div",
+    ];
+    // Float Add/Mul (pos_embedding's `x + table`, gpt2's score scaling) are the model's own
+    // computation: only integer shape arithmetic must go, and fold folds only integer tensors.
+    for (name, m) in &models {
+        let before: Vec<String> = m
+            .graph
+            .as_ref()
+            .expect("graph")
+            .node
+            .iter()
+            .map(|n| n.op_type().to_string())
+            .collect();
+        let (folded, ops) = fold_onnx(m);
+        let left: Vec<&String> = ops
+            .iter()
+            .filter(|o| {
+                chain_ops.contains(&o.as_str()) && o.as_str() != "Add" && o.as_str() != "Mul"
+            })
+            .collect();
+        println!("{name}: {before:?} -> {ops:?}");
+        assert!(left.is_empty(), "{name}: {left:?} left in {ops:?}");
+        // For tools/fold_chain_check.py (the same comparison in ONNX Runtime).
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("fold_chains");
+        std::fs::create_dir_all(&dir).expect("tmp dir");
+        let stem = name.trim_end_matches(".onnx");
+        std::fs::write(dir.join(format!("{stem}.orig.onnx")), m.encode_to_vec()).expect("write");
+        std::fs::write(dir.join(format!("{stem}.folded.onnx")), &folded).expect("write");
+        let shapes = input_shapes(m);
+        let original = tract_outputs(&m.encode_to_vec(), &shapes);
+        let after = tract_outputs(&folded, &shapes);
+        assert_eq!(original, after, "{name}: outputs changed");
+        if name.ends_with(".onnx") {
+            // The fixtures slice constant tables: the slices fold too.
+            assert!(!ops.iter().any(|o| o == "Slice"), "{name}: {ops:?}");
+        }
+        if name == "synthetic_chain" {
+            // Only the Slice of the graph input stays; its parameters are constants: x[:, 2:6, 1:6].
+            assert_eq!(ops, ["Slice"]);
+            assert_eq!(after[0].0, [2, 4, 5]);
+        }
+    }
+}
