@@ -723,6 +723,11 @@ fn lower_node(
             let last = rewrite::take_over(graph, ix, last);
             if sliced.is_empty() && parts.len() == 1 {
                 graph.lowered_shaping.insert(last);
+                let base = format!("{}{}", graph.node(last).name, rewrite::LOWERED_MARK);
+                let marked = graph.unique_name(&base);
+                let n = graph.node_mut(last);
+                n.name = marked;
+                n.dirty = true;
             }
             let fallback = if matches!(shaping, Shaping::SqueezeUnsqueeze(..)) {
                 ": a Reshape cannot express the new/removed axes (dims unknown), Squeeze/Unsqueeze used"

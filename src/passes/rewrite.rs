@@ -211,6 +211,12 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// The marker `lower` puts in the name of a lone Reshape/Squeeze/Unsqueeze it makes of an
+/// axis-only StridedSlice, so that `raise` turns it back into one StridedSlice in a later,
+/// separate run too (a node name survives saving in both formats; a reshaping node without the
+/// marker is never raised on its own).
+pub const LOWERED_MARK: &str = "/slice_opt_lowered";
+
 /// Moves the consumers of `old`'s output 0 to `new`'s output 0 and removes `old`; returns the
 /// index the new node ends up at (`old`'s, see [`Graph::replace_node`]: `new` is gone).
 pub fn take_over(graph: &mut Graph, old: NodeIndex, new: NodeIndex) -> NodeIndex {
