@@ -49,6 +49,10 @@ pub struct CheckRow {
     /// Why, for anything but `ok`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub detail: String,
+    /// A warning on a node whose result depends on the runtime (OpenVINO StridedSlice-1 with a
+    /// shrink + begin_mask entry: see `passes::rewrite::ov_shrink_begin_mask_warning`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub warning: String,
 }
 
 /// The result of [`check`].
@@ -137,7 +141,11 @@ pub fn check(model: &Model) -> CheckReport {
         let node = work.graph().node(ix);
         let declared = node.outputs.first().and_then(|v| v.ty.shape.clone());
         let (name, op) = (display_name(node), node.op_type.clone());
-        let row = match result {
+        let warning =
+            slice_node::classify(work.graph(), ix, format, model.onnx_opset()).and_then(|op| {
+                crate::passes::rewrite::ov_shrink_begin_mask_warning(work.graph(), ix, op)
+            });
+        let mut row = match result {
             Err(DecodeError::Invalid(e)) => CheckRow {
                 node: name,
                 op,
@@ -145,6 +153,7 @@ pub fn check(model: &Model) -> CheckReport {
                 inferred: "-".into(),
                 verdict: Verdict::Invalid,
                 detail: e.to_string(),
+                warning: String::new(),
             },
             Err(DecodeError::Malformed(m)) => CheckRow {
                 node: name,
@@ -153,6 +162,7 @@ pub fn check(model: &Model) -> CheckReport {
                 inferred: "-".into(),
                 verdict: Verdict::Invalid,
                 detail: m,
+                warning: String::new(),
             },
             Err(DecodeError::Unknown(m)) => CheckRow {
                 node: name,
@@ -161,6 +171,7 @@ pub fn check(model: &Model) -> CheckReport {
                 inferred: "?".into(),
                 verdict: Verdict::Unknown,
                 detail: m,
+                warning: String::new(),
             },
             Ok((_, dims)) => {
                 let inferred = crate::ir::show_shape(Some(&dims));
@@ -197,6 +208,7 @@ pub fn check(model: &Model) -> CheckReport {
                         inferred,
                         verdict: Verdict::Mismatch,
                         detail: p,
+                        warning: String::new(),
                     },
                     None => CheckRow {
                         node: name,
@@ -205,10 +217,14 @@ pub fn check(model: &Model) -> CheckReport {
                         inferred,
                         verdict,
                         detail,
+                        warning: String::new(),
                     },
                 }
             }
         };
+        if let Some(w) = warning {
+            row.warning = w.what;
+        }
         // Later slices see ours where nothing was declared.
         if row.verdict == Verdict::Undeclared {
             if let Some(Ok(ty)) = crate::passes::infer::infer_type(&work, ix) {

@@ -18,6 +18,7 @@ pub mod formats;
 pub mod ir;
 pub mod passes;
 pub mod pipeline;
+pub mod report;
 pub mod semantics;
 #[cfg(feature = "verify")]
 pub mod verify;

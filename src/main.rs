@@ -189,6 +189,11 @@ fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
                 Verdict::Undeclared => "undeclared".to_string(),
                 v => format!("{}: {}", format!("{v:?}").to_lowercase(), r.detail),
             };
+            let verdict = if r.warning.is_empty() {
+                verdict
+            } else {
+                format!("{verdict} (warning: {})", r.warning)
+            };
             rows.push(vec![
                 r.node.clone(),
                 r.op.clone(),
@@ -359,6 +364,12 @@ fn summary(input: &Path, output: &Path, o: &Outcome, verbose: bool) -> String {
             p.skipped.len(),
             p.seconds
         ));
+        for c in &p.warnings {
+            s.push_str(&format!(
+                "\n      warning {} ({}): {}",
+                c.node, c.op, c.what
+            ));
+        }
         if verbose {
             for c in &p.changes {
                 let arrow = match (&c.before, &c.after) {

@@ -148,6 +148,20 @@ fn shrink_index(axis: usize, index: Option<i64>, d: u64) -> Result<u64, SliceErr
     Ok(v as u64)
 }
 
+/// The element a shrink keeps. TensorFlow: `index` must lie in `[-d, d)`. OpenVINO
+/// StridedSlice-1 (`Clamp::Ov`): its shape inference does not check shrink indices (only the
+/// plan's `check` does, see `AxisPlan::Shrink`) and, as its spec says of `begin`, out-of-bounds
+/// values are silently clamped: the CPU plugin keeps element `clamp(index, 0, d - 1)`
+/// (conformance cases ss-1-00884, ss-1-02152). A dim of 0 has no element: an error.
+fn shrink_kept(axis: usize, index: Option<i64>, d: u64, clamp: Clamp) -> Result<u64, SliceError> {
+    match shrink_index(axis, index, d) {
+        Err(SliceError::ShrinkOutOfRange { index, .. }) if clamp == Clamp::Ov && d > 0 => {
+            Ok(if index < 0 { 0 } else { d - 1 })
+        }
+        r => r,
+    }
+}
+
 /// A plan's validity condition (`check` of a range or shrink entry): `index`, when given, must
 /// lie in `[-d, d)`.
 fn check_index(axis: usize, index: Option<i64>, d: u64) -> Result<(), SliceError> {
@@ -178,7 +192,7 @@ pub fn resolve_concrete(
                 check_index(axis, check, dims[axis])?;
                 Ok(ResolvedAxis::Shrink {
                     axis,
-                    index: shrink_index(axis, index, dims[axis])?,
+                    index: shrink_kept(axis, index, dims[axis], clamp)?,
                 })
             }
             AxisPlan::Range {
@@ -265,7 +279,7 @@ pub fn resolve_dims(plan: &SlicePlan, dims: &[Dim], clamp: Clamp) -> Result<Vec<
                 if let Some(d) = dims[axis].as_known() {
                     let d = u64::try_from(d).map_err(|_| SliceError::DimTooLarge(0))?;
                     if index.is_some() {
-                        shrink_index(axis, index, d)?;
+                        shrink_kept(axis, index, d, clamp)?;
                     }
                     check_index(axis, check, d)?;
                 }
