@@ -17,10 +17,10 @@ use serde::Serialize;
 
 use crate::formats::{Format, Model};
 use crate::ir::{DeclaredDim, NodeKind};
-use crate::passes::infer::infer_node;
-use crate::passes::shapes;
+use crate::passes::infer::infer_node_with;
 use crate::passes::slice_node::{self, DecodeError};
 use crate::semantics::{AxisPlan, Bound, Dim, SlicePlan};
+use crate::shape;
 
 /// The verdict on one slice node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -42,9 +42,13 @@ pub enum Verdict {
 #[derive(Debug, Clone, Serialize)]
 pub struct CheckRow {
     pub node: String,
+    /// Where the node is: its name at the top level (`If_3/then_branch/Slice_7` inside bodies).
+    pub path: String,
     pub op: String,
     pub declared: String,
     pub inferred: String,
+    /// The propagated shape of the data input (`?` when its rank is unknown).
+    pub input: String,
     pub verdict: Verdict,
     /// Why, for anything but `ok`.
     #[serde(skip_serializing_if = "String::is_empty")]
@@ -128,14 +132,14 @@ fn input_symbols(model: &Model) -> HashSet<String> {
 /// Infers the shape of every slice node and compares it with what the model declares (ONNX
 /// `value_info` and graph outputs; OpenVINO output port dims and the consumers' input dims).
 pub fn check(model: &Model) -> CheckReport {
-    let mut work = model.clone();
+    let work = model;
     let free = input_symbols(model);
     let format = work.format();
     let mut rows = Vec::new();
     let order = work.graph().topo_order().unwrap_or_default();
+    let facts = shape::propagate(model).unwrap_or_default();
     for ix in order {
-        let Some(result) = infer_node(&work, ix) else {
-            shapes::refine_node(work.graph_mut(), ix, format);
+        let Some(result) = infer_node_with(work, &facts, ix) else {
             continue;
         };
         let node = work.graph().node(ix);
@@ -145,10 +149,13 @@ pub fn check(model: &Model) -> CheckReport {
             slice_node::classify(work.graph(), ix, format, model.onnx_opset()).and_then(|op| {
                 crate::passes::rewrite::ov_shrink_begin_mask_warning(work.graph(), ix, op)
             });
+        let input = data_input_shape(work, &facts, ix);
         let mut row = match result {
             Err(DecodeError::Invalid(e)) => CheckRow {
+                path: name.clone(),
                 node: name,
                 op,
+                input: input.clone(),
                 declared: show_declared(&declared),
                 inferred: "-".into(),
                 verdict: Verdict::Invalid,
@@ -156,8 +163,10 @@ pub fn check(model: &Model) -> CheckReport {
                 warning: String::new(),
             },
             Err(DecodeError::Malformed(m)) => CheckRow {
+                path: name.clone(),
                 node: name,
                 op,
+                input: input.clone(),
                 declared: show_declared(&declared),
                 inferred: "-".into(),
                 verdict: Verdict::Invalid,
@@ -165,8 +174,10 @@ pub fn check(model: &Model) -> CheckReport {
                 warning: String::new(),
             },
             Err(DecodeError::Unknown(m)) => CheckRow {
+                path: name.clone(),
                 node: name,
                 op,
+                input: input.clone(),
                 declared: show_declared(&declared),
                 inferred: "?".into(),
                 verdict: Verdict::Unknown,
@@ -196,14 +207,16 @@ pub fn check(model: &Model) -> CheckReport {
                 };
                 // IR: the consumers' input ports declare the shape too.
                 let consumer_problem = if verdict == Verdict::Ok || verdict == Verdict::Undeclared {
-                    consumer_mismatch(&work, ix, &dims, &free)
+                    consumer_mismatch(work, ix, &dims, &free)
                 } else {
                     None
                 };
                 match consumer_problem {
                     Some(p) => CheckRow {
+                        path: name.clone(),
                         node: name,
                         op,
+                        input: input.clone(),
                         declared: show_declared(&declared),
                         inferred,
                         verdict: Verdict::Mismatch,
@@ -211,8 +224,10 @@ pub fn check(model: &Model) -> CheckReport {
                         warning: String::new(),
                     },
                     None => CheckRow {
+                        path: name.clone(),
                         node: name,
                         op,
+                        input: input.clone(),
                         declared: show_declared(&declared),
                         inferred,
                         verdict,
@@ -225,14 +240,6 @@ pub fn check(model: &Model) -> CheckReport {
         if let Some(w) = warning {
             row.warning = w.what;
         }
-        // Later slices see ours where nothing was declared.
-        if row.verdict == Verdict::Undeclared {
-            if let Some(Ok(ty)) = crate::passes::infer::infer_type(&work, ix) {
-                if let Some(v) = work.graph_mut().node_mut(ix).outputs.first_mut() {
-                    v.ty.shape = ty.shape;
-                }
-            }
-        }
         rows.push(row);
     }
     CheckReport {
@@ -240,6 +247,19 @@ pub fn check(model: &Model) -> CheckReport {
         format,
         rows,
     }
+}
+
+/// The propagated shape of the data input of node `ix`, for display.
+fn data_input_shape(
+    model: &Model,
+    facts: &shape::Facts,
+    ix: petgraph::stable_graph::NodeIndex,
+) -> String {
+    let shape = model
+        .graph()
+        .input(ix, 0)
+        .and_then(|o| facts.get(o).shape.as_deref());
+    crate::ir::show_shape(shape)
 }
 
 fn consumer_mismatch(
@@ -344,6 +364,10 @@ pub fn python_notation(plan: &SlicePlan) -> String {
 #[derive(Debug, Clone, Serialize)]
 pub struct SliceInfo {
     pub node: String,
+    /// Where the node is: its name at the top level (`If_3/then_branch/Slice_7` inside bodies).
+    pub path: String,
+    /// The propagated shape of the data input (`?` when its rank is unknown).
+    pub input: String,
     pub op: String,
     /// The decoded spec in Python slice notation, or why it could not be decoded.
     pub spec: String,
@@ -363,7 +387,7 @@ pub struct Info {
 
 /// Summarizes `model`.
 pub fn info(model: &Model) -> Info {
-    let mut work = model.clone();
+    let work = model;
     let format = work.format();
     let opsets = match model {
         Model::Onnx(m) => m
@@ -389,17 +413,19 @@ pub fn info(model: &Model) -> Info {
     };
     let opset = model.onnx_opset();
     let mut slices = Vec::new();
+    let facts = shape::propagate(model).unwrap_or_default();
     for ix in work.graph().topo_order().unwrap_or_default() {
         let Some(op) = slice_node::classify(work.graph(), ix, format, opset) else {
-            shapes::refine_node(work.graph_mut(), ix, format);
             continue;
         };
         let n = work.graph().node(ix);
-        let spec = match slice_node::decode(work.graph(), ix, op) {
+        let spec = match slice_node::decode_with(work.graph(), ix, op, Some(&facts)) {
             Ok(sn) => python_notation(&sn.plan),
             Err(e) => format!("({e})"),
         };
         slices.push(SliceInfo {
+            path: display_name(n),
+            input: data_input_shape(work, &facts, ix),
             node: display_name(n),
             op: n.op_type.clone(),
             spec,

@@ -20,6 +20,7 @@ pub mod passes;
 pub mod pipeline;
 pub mod report;
 pub mod semantics;
+pub mod shape;
 #[cfg(feature = "verify")]
 pub mod verify;
 

@@ -177,8 +177,9 @@ fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
         println!("{}", json(&report)?);
     } else {
         let mut rows = vec![vec![
-            "node".into(),
+            "path".into(),
             "op".into(),
+            "input".into(),
             "declared".into(),
             "inferred".into(),
             "verdict".into(),
@@ -195,8 +196,9 @@ fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
                 format!("{verdict} (warning: {})", r.warning)
             };
             rows.push(vec![
-                r.node.clone(),
+                r.path.clone(),
                 r.op.clone(),
+                r.input.clone(),
                 r.declared.clone(),
                 r.inferred.clone(),
                 verdict,
@@ -250,12 +252,20 @@ fn run_info(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
     if info.slices.is_empty() {
         println!("no slice nodes");
     } else {
-        let mut rows = vec![vec!["node".into(), "op".into(), "spec".into()]];
-        rows.extend(
-            info.slices
-                .iter()
-                .map(|s| vec![s.node.clone(), s.op.clone(), s.spec.clone()]),
-        );
+        let mut rows = vec![vec![
+            "path".into(),
+            "op".into(),
+            "input".into(),
+            "spec".into(),
+        ]];
+        rows.extend(info.slices.iter().map(|s| {
+            vec![
+                s.path.clone(),
+                s.op.clone(),
+                s.input.clone(),
+                s.spec.clone(),
+            ]
+        }));
         println!("{}", table(&rows));
     }
     Ok(ExitCode::SUCCESS)

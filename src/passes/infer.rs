@@ -8,10 +8,10 @@
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::ValueType;
-use crate::passes::shapes;
 use crate::passes::slice_node::{self, DecodeError};
 use crate::pipeline::{Change, PassReport};
 use crate::semantics;
+use crate::shape;
 
 /// The inferred output type of one slice node (as the file will declare it, and as exact
 /// [`semantics::Dim`]s), or why there is none.
@@ -26,21 +26,32 @@ pub fn infer_type(
 }
 
 /// Infers the output type of the slice node `ix` (`None` if it is not a slice node).
+///
+/// Propagates facts through the whole graph first (linear in its size): to infer many nodes,
+/// call [`shape::propagate`] once and use [`infer_node_with`].
 pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Option<Inferred> {
+    let facts = shape::propagate(model).unwrap_or_default();
+    infer_node_with(model, &facts, ix)
+}
+
+/// Infers the output type of the slice node `ix` from the propagated `facts` of its inputs
+/// (`None` if it is not a slice node).
+pub fn infer_node_with(
+    model: &Model,
+    facts: &shape::Facts,
+    ix: petgraph::stable_graph::NodeIndex,
+) -> Option<Inferred> {
     let graph = model.graph();
     let opset = model.onnx_opset();
     let op = slice_node::classify(graph, ix, model.format(), opset)?;
     Some((|| -> Inferred {
-        let sn = slice_node::decode(graph, ix, op)?;
-        let declared = slice_node::declared_shape(graph, sn.data).unwrap_or_default();
-        let dims: Vec<semantics::Dim> = declared.iter().map(slice_node::to_dim).collect();
-        let out =
-            semantics::resolve_dims(&sn.plan, &dims, op.clamp()).map_err(DecodeError::Invalid)?;
+        let (sn, out) = shape::slice::slice_dims(graph, facts, ix, op)?;
         let symbolic = model.format() == Format::Onnx;
         let dtype = graph
             .constant_at(sn.data)
             .map(|t| t.dtype)
-            .or_else(|| graph.value(sn.data).and_then(|v| v.ty.dtype));
+            .or_else(|| graph.value(sn.data).and_then(|v| v.ty.dtype))
+            .or(facts.get(sn.data).dtype);
         let ty = ValueType {
             dtype,
             shape: Some(
@@ -53,6 +64,28 @@ pub fn infer_node(model: &Model, ix: petgraph::stable_graph::NodeIndex) -> Optio
     })())
 }
 
+/// Records the propagated facts of the non-slice node `ix` where the file declares nothing, in
+/// memory only (`ty_changed` stays false): later passes read them, the file does not change.
+fn note_facts(model: &mut Model, facts: &shape::Facts, ix: petgraph::stable_graph::NodeIndex) {
+    let symbolic = model.format() == Format::Onnx;
+    let node = model.graph_mut().node_mut(ix);
+    if node.kind != crate::ir::NodeKind::Op {
+        return;
+    }
+    for (v, f) in node.outputs.iter_mut().zip(facts.outputs(ix)) {
+        if v.ty.dtype.is_none() {
+            v.ty.dtype = f.dtype;
+        }
+        if v.ty.shape.is_none() {
+            v.ty.shape = f.shape.as_ref().map(|s| {
+                s.iter()
+                    .map(|d| slice_node::from_dim(d, symbolic))
+                    .collect()
+            });
+        }
+    }
+}
+
 /// Runs shape inference on every slice node of `model`. Invalid parameters are an error naming
 /// the node; a node whose input shape or parameters are unknown is reported as skipped.
 pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
@@ -60,10 +93,10 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         .graph()
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
-    let format = model.format();
+    let facts = shape::propagate(model)?;
     for ix in order {
-        let Some(result) = infer_node(model, ix) else {
-            shapes::refine_node(model.graph_mut(), ix, format);
+        let Some(result) = infer_node_with(model, &facts, ix) else {
+            note_facts(model, &facts, ix);
             continue;
         };
         let node = model.graph().node(ix);

@@ -8,5 +8,4 @@ pub mod infer;
 pub mod lower;
 pub mod raise;
 pub mod rewrite;
-pub mod shapes;
 pub mod slice_node;

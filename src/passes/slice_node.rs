@@ -9,6 +9,7 @@ use crate::formats::Format;
 use crate::ir::{DeclaredDim, Graph, OutletId};
 use crate::semantics::decode::{OvMasks, TfMasks};
 use crate::semantics::{self, Clamp, Dim, Flavour, SliceError, SlicePlan, StridedSliceSpec};
+use crate::shape::Facts;
 
 /// Which slice op a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +100,7 @@ pub fn declared_shape(graph: &Graph, outlet: OutletId) -> Option<Vec<DeclaredDim
 /// omitted.
 fn param(
     graph: &Graph,
+    facts: Option<&Facts>,
     node: NodeIndex,
     port: usize,
     what: &str,
@@ -123,6 +125,18 @@ fn param(
             DecodeError::Malformed(format!("input {port} ({what}): unreadable data"))
         })?;
         return Ok(Some(v.into_iter().map(Some).collect()));
+    }
+    if let Some(f) = facts.map(|f| f.get(src)) {
+        // Propagated facts: the value (known elements as integers), else the length.
+        match (&f.value, f.shape.as_deref()) {
+            (Some(v), Some([_])) => return Ok(Some(v.iter().map(Dim::as_known).collect())),
+            (_, Some([n])) => {
+                if let Some(n) = n.as_known().filter(|&n| (0..=1 << 16).contains(&n)) {
+                    return Ok(Some(vec![None; n as usize]));
+                }
+            }
+            _ => {}
+        }
     }
     match declared_shape(graph, src).as_deref() {
         Some([DeclaredDim::Known(n)]) if *n <= 1 << 16 => Ok(Some(vec![None; *n as usize])),
@@ -155,11 +169,23 @@ fn ints_attr(graph: &Graph, node: NodeIndex, name: &str) -> Result<Option<Vec<i6
 
 /// Decodes a slice node into its plan, given the rank of its data input.
 pub fn decode(graph: &Graph, node: NodeIndex, op: SliceOp) -> Result<SliceNode, DecodeError> {
+    decode_with(graph, node, op, None)
+}
+
+/// [`decode`] reading the data rank and the parameters from propagated `facts` (falling back on
+/// what the file declares).
+pub fn decode_with(
+    graph: &Graph,
+    node: NodeIndex,
+    op: SliceOp,
+    facts: Option<&Facts>,
+) -> Result<SliceNode, DecodeError> {
     let data = graph
         .input(node, 0)
         .ok_or_else(|| DecodeError::Malformed("the data input (0) is missing".into()))?;
-    let rank = declared_shape(graph, data)
-        .map(|s| s.len())
+    let rank = facts
+        .and_then(|f| f.get(data).rank())
+        .or_else(|| declared_shape(graph, data).map(|s| s.len()))
         .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))?;
     let plan = match op {
         SliceOp::OnnxSlice { opset } if opset < 10 => {
@@ -178,12 +204,12 @@ pub fn decode(graph: &Graph, node: NodeIndex, op: SliceOp) -> Result<SliceNode, 
             )
         }
         SliceOp::OnnxSlice { opset } => {
-            let starts = param(graph, node, 1, "starts")?
+            let starts = param(graph, facts, node, 1, "starts")?
                 .ok_or_else(|| DecodeError::Malformed("input 1 (starts) is missing".into()))?;
-            let ends = param(graph, node, 2, "ends")?
+            let ends = param(graph, facts, node, 2, "ends")?
                 .ok_or_else(|| DecodeError::Malformed("input 2 (ends) is missing".into()))?;
-            let axes = known_axes(param(graph, node, 3, "axes")?, "axes")?;
-            let steps = param(graph, node, 4, "steps")?;
+            let axes = known_axes(param(graph, facts, node, 3, "axes")?, "axes")?;
+            let steps = param(graph, facts, node, 4, "steps")?;
             semantics::onnx_slice(
                 &starts,
                 &ends,
@@ -194,17 +220,17 @@ pub fn decode(graph: &Graph, node: NodeIndex, op: SliceOp) -> Result<SliceNode, 
             )
         }
         SliceOp::OvSlice8 => {
-            let start = param(graph, node, 1, "start")?
+            let start = param(graph, facts, node, 1, "start")?
                 .ok_or_else(|| DecodeError::Malformed("input 1 (start) is missing".into()))?;
-            let stop = param(graph, node, 2, "stop")?
+            let stop = param(graph, facts, node, 2, "stop")?
                 .ok_or_else(|| DecodeError::Malformed("input 2 (stop) is missing".into()))?;
-            let step = param(graph, node, 3, "step")?
+            let step = param(graph, facts, node, 3, "step")?
                 .ok_or_else(|| DecodeError::Malformed("input 3 (step) is missing".into()))?;
-            let axes = known_axes(param(graph, node, 4, "axes")?, "axes")?;
+            let axes = known_axes(param(graph, facts, node, 4, "axes")?, "axes")?;
             semantics::ov_slice8(&start, &stop, Some(&step), axes.as_deref(), rank)
         }
         SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
-            let (spec, flavour) = strided_slice_spec(graph, node, op)?;
+            let (spec, flavour) = strided_slice_spec_with(graph, facts, node, op)?;
             semantics::strided_slice(&spec, flavour, rank)
         }
     }
@@ -219,14 +245,23 @@ pub fn strided_slice_spec(
     node: NodeIndex,
     op: SliceOp,
 ) -> Result<(StridedSliceSpec, Flavour), DecodeError> {
+    strided_slice_spec_with(graph, None, node, op)
+}
+
+fn strided_slice_spec_with(
+    graph: &Graph,
+    facts: Option<&Facts>,
+    node: NodeIndex,
+    op: SliceOp,
+) -> Result<(StridedSliceSpec, Flavour), DecodeError> {
     let n = graph.node(node);
     match op {
         SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
-            let begin = param(graph, node, 1, "begin")?
+            let begin = param(graph, facts, node, 1, "begin")?
                 .ok_or_else(|| DecodeError::Malformed("input 1 (begin) is missing".into()))?;
-            let end = param(graph, node, 2, "end")?
+            let end = param(graph, facts, node, 2, "end")?
                 .ok_or_else(|| DecodeError::Malformed("input 2 (end) is missing".into()))?;
-            let strides = param(graph, node, 3, "strides")?;
+            let strides = param(graph, facts, node, 3, "strides")?;
             let mut spec = StridedSliceSpec {
                 begin,
                 end,

@@ -1,0 +1,414 @@
+//! Whole-graph shape propagation: a fact (element type, shape, and for small integer tensors a
+//! symbolic value) for every output of every node.
+//!
+//! Facts flow forward once, in topological order. Each op family has one small file of pure
+//! functions from the input facts (+ attributes) to the output facts; an op without a rule gets
+//! what the file declares for it, or nothing ("unknown": never a guess). Dims are
+//! [`semantics::Dim`]s, so a symbol of a graph input (`q_len`) stays a symbol through the graph
+//! and arithmetic on shapes gives expressions (`k_len - q_len`).
+//!
+//! Symbolic *values* follow ONNX data propagation and tract's `TDim` tensors: an integer tensor
+//! of at most [`MAX_VALUE_ELEMENTS`] elements computed from shapes (`Shape` → `Gather` → `Sub` →
+//! `Unsqueeze`) carries one `Dim` per element, so slice parameters and `Reshape` targets derived
+//! from `Shape`/`ShapeOf` are exact.
+//!
+//! The facts are knowledge for inference and `check`; nothing here changes what is written.
+//!
+//! ```
+//! let model = slice_opt::Model::load("models/gpt2_causal_mask.onnx".as_ref())?;
+//! let facts = slice_opt::shape::propagate(&model)?;
+//! let start = facts.by_name(model.graph(), "start").unwrap();
+//! assert_eq!(start.value.as_ref().unwrap()[0].to_string(), "k_len - q_len");
+//! # Ok::<(), slice_opt::Error>(())
+//! ```
+
+mod conv;
+mod elementwise;
+mod gather;
+mod manip;
+mod matmul;
+mod reduce;
+pub mod slice;
+
+use petgraph::stable_graph::NodeIndex;
+use petgraph::visit::NodeIndexable;
+
+use crate::error::{Error, Result};
+use crate::formats::{Format, Model};
+use crate::ir::{DType, Graph, Node, NodeKind, OutletId};
+use crate::passes::slice_node;
+use crate::semantics::Dim;
+
+/// The largest integer tensor (element count) that carries a symbolic value.
+pub const MAX_VALUE_ELEMENTS: usize = 64;
+
+/// The largest rank a rule creates from a value's length (a `Reshape` target of unknown
+/// elements); beyond it the rank stays unknown rather than allocating.
+pub const MAX_RANK: usize = 1 << 16;
+
+/// What is known about one value.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Fact {
+    /// Element type.
+    pub dtype: Option<DType>,
+    /// Shape; `None` = rank unknown.
+    pub shape: Option<Vec<Dim>>,
+    /// For an integer tensor of at most [`MAX_VALUE_ELEMENTS`] elements whose shape is known:
+    /// its elements in row-major order (each a known value, an expression or unknown).
+    pub value: Option<Vec<Dim>>,
+}
+
+impl Fact {
+    /// A fact with only a shape.
+    pub fn shaped(shape: Vec<Dim>) -> Fact {
+        Fact {
+            shape: Some(shape),
+            ..Fact::default()
+        }
+    }
+
+    /// The rank, when known.
+    pub fn rank(&self) -> Option<usize> {
+        self.shape.as_ref().map(Vec::len)
+    }
+
+    /// The value as integers, when every element is known.
+    pub fn known_value(&self) -> Option<Vec<i64>> {
+        self.value.as_ref()?.iter().map(Dim::as_known).collect()
+    }
+
+    /// The shape as integers, when every dim is known.
+    pub fn known_shape(&self) -> Option<Vec<i64>> {
+        self.shape.as_ref()?.iter().map(Dim::as_known).collect()
+    }
+
+    /// Sets `value` (dropped when it is too long or does not match the shape's element count).
+    fn with_value(mut self, value: Option<Vec<Dim>>) -> Fact {
+        self.value = value.filter(|v| {
+            v.len() <= MAX_VALUE_ELEMENTS
+                && self
+                    .known_shape()
+                    .and_then(|s| s.iter().try_fold(1i64, |a, &d| a.checked_mul(d)))
+                    .is_some_and(|n| n == v.len() as i64)
+        });
+        self
+    }
+}
+
+/// The facts of every output of every node of a graph.
+#[derive(Debug, Clone, Default)]
+pub struct Facts {
+    by_node: Vec<Vec<Fact>>,
+}
+
+static UNKNOWN: Fact = Fact {
+    dtype: None,
+    shape: None,
+    value: None,
+};
+
+impl Facts {
+    /// The fact of `outlet` (an empty fact when nothing is known).
+    pub fn get(&self, outlet: OutletId) -> &Fact {
+        self.by_node
+            .get(outlet.node.index())
+            .and_then(|v| v.get(outlet.port))
+            .unwrap_or(&UNKNOWN)
+    }
+
+    /// The facts of every output of `node`.
+    pub fn outputs(&self, node: NodeIndex) -> &[Fact] {
+        self.by_node
+            .get(node.index())
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The fact of the value named `name` (a linear search: for tests and tools).
+    pub fn by_name<'a>(&'a self, graph: &Graph, name: &str) -> Option<&'a Fact> {
+        graph.g.node_indices().find_map(|ix| {
+            let port = graph
+                .node(ix)
+                .outputs
+                .iter()
+                .position(|v| v.name == name || v.name.split(',').any(|n| n == name))?;
+            Some(self.get(OutletId { node: ix, port }))
+        })
+    }
+
+    fn set(&mut self, node: NodeIndex, facts: Vec<Fact>) {
+        let i = node.index();
+        if self.by_node.len() <= i {
+            self.by_node.resize_with(i + 1, Vec::new);
+        }
+        self.by_node[i] = facts;
+    }
+}
+
+/// What a shape function sees: the node, the format, and the facts of its inputs by port.
+pub(crate) struct Ctx<'a> {
+    pub graph: &'a Graph,
+    pub ix: NodeIndex,
+    pub node: &'a Node,
+    pub format: Format,
+    pub onnx_opset: i64,
+    pub facts: &'a Facts,
+    pub inputs: Vec<&'a Fact>,
+    /// Whether input `p` is connected.
+    pub present: Vec<bool>,
+}
+
+impl<'a> Ctx<'a> {
+    /// The fact of input `p` (empty when absent).
+    pub fn input(&self, p: usize) -> &'a Fact {
+        self.inputs.get(p).copied().unwrap_or(&UNKNOWN)
+    }
+    /// The shape of input `p`.
+    pub fn shape(&self, p: usize) -> Option<&'a [Dim]> {
+        self.input(p).shape.as_deref()
+    }
+    /// The value of input `p` as integers, when all known.
+    pub fn ints(&self, p: usize) -> Option<Vec<i64>> {
+        self.input(p).known_value()
+    }
+    /// The symbolic value of input `p`.
+    pub fn value(&self, p: usize) -> Option<&'a [Dim]> {
+        self.input(p).value.as_deref()
+    }
+    /// Whether input `p` is connected.
+    pub fn has(&self, p: usize) -> bool {
+        self.present.get(p).copied().unwrap_or(false)
+    }
+    /// True for ONNX.
+    pub fn onnx(&self) -> bool {
+        self.format == Format::Onnx
+    }
+    /// An integer attribute.
+    pub fn attr_int(&self, name: &str) -> Option<i64> {
+        self.node.attr_int(name)
+    }
+    /// An integer-list attribute (`None` when absent or unreadable).
+    pub fn attr_ints(&self, name: &str) -> Option<Vec<i64>> {
+        self.node.attr_ints(name).and_then(|r| r.ok())
+    }
+    /// A string attribute.
+    pub fn attr_str(&self, name: &str) -> Option<&'a str> {
+        self.node.attr_str(name)
+    }
+    /// The element type of input `p`.
+    pub fn dtype(&self, p: usize) -> Option<DType> {
+        self.input(p).dtype
+    }
+}
+
+/// An axis in `[-rank, rank)` normalized to `[0, rank)`.
+pub(crate) fn norm_axis(a: i64, rank: usize) -> Option<usize> {
+    let r = i64::try_from(rank).ok()?;
+    let a = if a < 0 { a.checked_add(r)? } else { a };
+    (0..r).contains(&a).then_some(a as usize)
+}
+
+/// `d * k` for a constant `k` (by doubling: exact for expressions, bounds otherwise).
+pub(crate) fn mul_const(d: &Dim, k: i64) -> Dim {
+    if let Some(v) = d.as_known() {
+        return v
+            .checked_mul(k)
+            .map(Dim::known)
+            .unwrap_or_else(Dim::unknown);
+    }
+    if k < 0 {
+        return Dim::known(0).sub(&mul_const(d, k.checked_neg().unwrap_or(i64::MAX)));
+    }
+    let (mut acc, mut pow, mut k) = (Dim::known(0), d.clone(), k as u64);
+    while k > 0 {
+        if k & 1 == 1 {
+            acc = acc.add(&pow);
+        }
+        k >>= 1;
+        if k > 0 {
+            pow = pow.add(&pow);
+        }
+    }
+    acc
+}
+
+/// `a * b`: exact when either is a known value; otherwise an unknown dim with the product of the
+/// bounds (dims are `>= 0`).
+pub(crate) fn mul(a: &Dim, b: &Dim) -> Dim {
+    if let Some(k) = b.as_known() {
+        return mul_const(a, k);
+    }
+    if let Some(k) = a.as_known() {
+        return mul_const(b, k);
+    }
+    let (alo, ahi) = a.bounds();
+    let (blo, bhi) = b.bounds();
+    match (alo, blo) {
+        (Some(al), Some(bl)) if al >= 0 && bl >= 0 => {
+            let lo = al.checked_mul(bl).unwrap_or(i64::MAX);
+            let hi = ahi.zip(bhi).and_then(|(x, y)| x.checked_mul(y));
+            Dim::unknown_bounded(lo, hi)
+        }
+        _ => Dim::unknown_bounded(i64::MIN, None),
+    }
+}
+
+/// The product of `dims`, cancelling the factors that also appear in `divide_by`, then dividing
+/// by the known rest (`None` when the remaining division is not by a known positive value).
+pub(crate) fn product_div(dims: &[Dim], divide_by: &[Dim]) -> Option<Dim> {
+    let mut num: Vec<Dim> = dims.to_vec();
+    let mut den_known: i64 = 1;
+    for d in divide_by {
+        if let Some(i) = num.iter().position(|n| n == d && !n.is_unknown()) {
+            num.swap_remove(i);
+        } else {
+            den_known = den_known.checked_mul(d.as_known()?)?;
+        }
+    }
+    let mut p = Dim::known(1);
+    for d in &num {
+        p = mul(&p, d);
+    }
+    if den_known <= 0 {
+        return None;
+    }
+    Some(p.div_floor(den_known))
+}
+
+/// The fact a file declares for `outlet` (constants: their type, shape and small value).
+pub fn declared_fact(graph: &Graph, outlet: OutletId) -> Fact {
+    if let Some(t) = graph.constant_at(outlet) {
+        let shape: Vec<Dim> = t
+            .shape
+            .iter()
+            .map(|&d| {
+                i64::try_from(d)
+                    .map(Dim::known)
+                    .unwrap_or_else(|_| Dim::unknown())
+            })
+            .collect();
+        let small = t
+            .element_count()
+            .is_some_and(|n| n <= MAX_VALUE_ELEMENTS as u64);
+        let value = (small && t.dtype.is_index_type())
+            .then(|| t.to_i64_vec())
+            .flatten()
+            .map(|v| v.into_iter().map(Dim::known).collect());
+        return Fact {
+            dtype: Some(t.dtype),
+            shape: Some(shape),
+            value: None,
+        }
+        .with_value(value);
+    }
+    let Some(v) = graph.value(outlet) else {
+        return Fact::default();
+    };
+    Fact {
+        dtype: v.ty.dtype,
+        shape: v
+            .ty
+            .shape
+            .as_ref()
+            .map(|s| s.iter().map(slice_node::to_dim).collect()),
+        value: None,
+    }
+}
+
+/// Combines what a rule computed with what the file declares: the computed dim unless it is
+/// unknown and the declaration says more. A rank disagreement keeps the computed shape.
+fn merge(computed: Fact, declared: Fact) -> Fact {
+    let shape = match (computed.shape, declared.shape) {
+        (Some(c), Some(d)) if c.len() == d.len() => Some(
+            c.into_iter()
+                .zip(d)
+                .map(|(c, d)| {
+                    if c.is_unknown() && !d.is_unknown() {
+                        d
+                    } else {
+                        c
+                    }
+                })
+                .collect(),
+        ),
+        (Some(c), _) => Some(c),
+        (None, d) => d,
+    };
+    Fact {
+        dtype: computed.dtype.or(declared.dtype),
+        shape,
+        value: None,
+    }
+    .with_value(computed.value)
+}
+
+/// The output facts of one op node from its context (empty or shorter: unknown).
+fn rule(cx: &Ctx) -> Vec<Fact> {
+    let op = cx.node.op_type.as_str();
+    if let Some(out) = slice::rule(cx) {
+        return out;
+    }
+    elementwise::rule(op, cx)
+        .or_else(|| matmul::rule(op, cx))
+        .or_else(|| conv::rule(op, cx))
+        .or_else(|| manip::rule(op, cx))
+        .or_else(|| reduce::rule(op, cx))
+        .or_else(|| gather::rule(op, cx))
+        .unwrap_or_default()
+}
+
+/// Propagates facts through `model`'s graph.
+pub fn propagate(model: &Model) -> Result<Facts> {
+    propagate_graph(model.graph(), model.format(), model.onnx_opset())
+        .map_err(|c| Error::cycle(model.path(), c))
+}
+
+/// Propagates facts through `graph` (see the module documentation).
+pub fn propagate_graph(
+    graph: &Graph,
+    format: Format,
+    onnx_opset: i64,
+) -> std::result::Result<Facts, crate::ir::Cycle> {
+    let order = graph.topo_order()?;
+    let mut facts = Facts {
+        by_node: Vec::with_capacity(graph.g.node_bound()),
+    };
+    for ix in order {
+        let node = graph.node(ix);
+        let out = match node.kind {
+            NodeKind::Const(_) | NodeKind::Input => {
+                vec![declared_fact(graph, OutletId { node: ix, port: 0 })]
+            }
+            NodeKind::Output => Vec::new(),
+            NodeKind::Op => {
+                let inputs = graph.inputs(ix);
+                let cx = Ctx {
+                    graph,
+                    ix,
+                    node,
+                    format,
+                    onnx_opset,
+                    facts: &facts,
+                    present: inputs.iter().map(Option::is_some).collect(),
+                    inputs: inputs
+                        .iter()
+                        .map(|o| o.map(|o| facts.get(o)).unwrap_or(&UNKNOWN))
+                        .collect(),
+                };
+                let mut computed = if node.op_type == "Parameter" {
+                    Vec::new()
+                } else {
+                    rule(&cx)
+                };
+                computed.resize_with(node.outputs.len(), Fact::default);
+                computed
+                    .into_iter()
+                    .enumerate()
+                    .map(|(port, c)| merge(c, declared_fact(graph, OutletId { node: ix, port })))
+                    .collect()
+            }
+        };
+        facts.set(ix, out);
+    }
+    Ok(facts)
+}
