@@ -142,6 +142,9 @@ fn iv_mul(a: Iv, b: Iv) -> Iv {
     }
 }
 
+/// Beyond this magnitude a bound is taken as infinite (see [`Dim::bounds`]).
+const HUGE: i128 = 1 << 62;
+
 /// The most terms a product of two sums may expand to before it is given up (unknown dim).
 const MAX_TERMS: usize = 64;
 
@@ -538,7 +541,7 @@ impl Lin {
             return base;
         };
         // An unbounded symbol stands for "any size": a value that grows with it is unbounded.
-        let huge = |v: i128| s.hi.is_none() && v.abs() >= (1i128 << 62);
+        let huge = |v: i128| s.hi.is_none() && v.abs() >= HUGE;
         let lo_v = if huge(mn) { None } else { Some(mn) };
         let hi_v = if huge(mx) { None } else { Some(mx) };
         Iv {
@@ -743,9 +746,18 @@ impl Dim {
     }
     /// Bounds `(lo, hi)` implied by the expression and its symbols' bounds; `None` is infinite
     /// (or beyond `i64`).
+    ///
+    /// For an expression over a symbol without an upper bound, a bound at or beyond `±2^62` is
+    /// reported infinite: it comes from that symbol standing for "any size" (whose interval
+    /// ends at `i64::MAX`).
     pub fn bounds(&self) -> (Option<i64>, Option<i64>) {
         let iv = self.iv();
-        (iv.lo.and_then(to_i64), iv.hi.and_then(to_i64))
+        let unbounded = self.symbols().iter().any(|s| s.hi.is_none());
+        let far = |v: i128| unbounded && v.abs() >= HUGE;
+        (
+            iv.lo.filter(|&v| !far(v)).and_then(to_i64),
+            iv.hi.filter(|&v| !far(v)).and_then(to_i64),
+        )
     }
     /// Value once every symbol is bound; `None` if a symbol is missing, the dim is unknown, or
     /// the value does not fit `i64`.

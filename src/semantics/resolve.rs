@@ -294,9 +294,25 @@ pub fn range_dim_sym(
     };
     // Any index at or beyond ±i64::MAX behaves like ±infinity for dims <= i64::MAX; saturate
     // so that `d + v` cannot overflow.
+    // Also, for a dim bounded by `h`, any index beyond `±(h + 1)` acts as `±(h + 1)`: clamping
+    // there keeps the constants of the expression small (so that it can be written).
+    let lim = d
+        .bounds()
+        .1
+        .and_then(|h| h.checked_add(1))
+        .unwrap_or(i64::MAX);
     let sat = |v: &Dim| match v.as_known() {
-        Some(k) => Dim::known(k.max(-i64::MAX)),
+        Some(k) => Dim::known(k.clamp(-lim, lim)),
         None => v.clone(),
+    };
+    // ceil(x / m) for 0 <= x <= d: `min(x, 1)` when m >= d's upper bound (no huge constants).
+    let d_hi = d.bounds().1.unwrap_or(i64::MAX);
+    let ceil_div = |x: Dim, m: i64| {
+        if m >= d_hi {
+            x.min(&Dim::known(1))
+        } else {
+            x.add_const(m - 1).div_floor(m)
+        }
     };
     let zero = Dim::known(0);
     let neg1 = Dim::known(-1);
@@ -308,7 +324,7 @@ pub fn range_dim_sym(
         };
         let start = pos(begin, zero.clone());
         let stop = pos(end, d.clone());
-        stop.sub(&start).max(&zero).add_const(s - 1).div_floor(s)
+        ceil_div(stop.sub(&start).max(&zero), s)
     } else {
         let m = s.checked_neg().unwrap_or(i64::MAX); // |i64::MIN| > any dim: same result
         let start = match begin {
@@ -322,7 +338,7 @@ pub fn range_dim_sym(
             SymBound::Index(v) => norm_clamp(&sat(v), d, &neg1, &last),
             _ => neg1,
         };
-        start.sub(&stop).max(&zero).add_const(m - 1).div_floor(m)
+        ceil_div(start.sub(&stop).max(&zero), m)
     };
     if r.is_unknown() {
         // Lost in the algebra (overflow, size): the bounds are still right.
