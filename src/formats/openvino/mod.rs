@@ -193,6 +193,9 @@ pub fn parse_dim(text: &str) -> Option<DeclaredDim> {
         } else {
             Some(hi.parse().ok()?)
         };
+        if lo > i64::MAX as u64 || hi.is_some_and(|h| h > i64::MAX as u64) {
+            return None;
+        }
         if let Some(h) = hi {
             if h < lo {
                 return None;
@@ -200,7 +203,12 @@ pub fn parse_dim(text: &str) -> Option<DeclaredDim> {
         }
         return Some(DeclaredDim::Interval(lo, hi));
     }
-    t.parse::<u64>().ok().map(DeclaredDim::Known)
+    // A dim above i64::MAX (OpenVINO's own limit; u64::MAX has been seen in broken files) is
+    // refused.
+    t.parse::<u64>()
+        .ok()
+        .filter(|&v| v <= i64::MAX as u64)
+        .map(DeclaredDim::Known)
 }
 
 /// Formats a dim for a port `<dim>`: OpenVINO reads `N`, `-1`, `lo..hi` and `lo..` there (but

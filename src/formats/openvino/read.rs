@@ -237,14 +237,65 @@ pub(super) fn output_value(path: &Path, layer: El<'_, '_>, port: El<'_, '_>) -> 
             )
         })?);
     }
+    let mut shape = Some(shape);
+    // `ov.save_model` writes a Parameter's intervals only in its `shape` attribute
+    // (`shape="..2000,10..20,3..,?"`; the port dims say `-1`) and a dynamic rank as
+    // `shape="..."` with no port dims.
+    if layer.attr("type") == Some("Parameter") {
+        if let Some(text) = layer.child("data").and_then(|d| d.attr("shape")) {
+            shape = merge_parameter_shape(shape, text).map_err(|m| layer_err(path, layer, m))?;
+        }
+    }
     Ok(Value {
         name: port.attr("names").unwrap_or_default().to_string(),
-        ty: ValueType {
-            dtype,
-            shape: Some(shape),
-        },
+        ty: ValueType { dtype, shape },
         ty_changed: false,
     })
+}
+
+/// A Parameter's `shape` attribute over its port dims: `...` is a dynamic rank (`None`); else
+/// each dim of the attribute (`N`, `-1`, `?`, `lo..hi`, `..hi`, `lo..`) replaces an unknown port
+/// dim, and a known or narrower port dim stays. The ranks must agree when the port has dims.
+fn merge_parameter_shape(
+    port: Option<Vec<DeclaredDim>>,
+    text: &str,
+) -> std::result::Result<Option<Vec<DeclaredDim>>, String> {
+    let t = text.trim();
+    if t == "..." {
+        return Ok(match port {
+            Some(p) if !p.is_empty() => Some(p),
+            _ => None,
+        });
+    }
+    let attr: Vec<DeclaredDim> = if t.is_empty() {
+        Vec::new()
+    } else {
+        t.split(',')
+            .map(|d| {
+                parse_dim(d).ok_or_else(|| {
+                    format!("Parameter shape '{t}': dim '{}' is not valid", d.trim())
+                })
+            })
+            .collect::<std::result::Result<_, _>>()?
+    };
+    match port {
+        Some(p) if p.is_empty() => Ok(Some(attr)),
+        Some(p) if p.len() == attr.len() => Ok(Some(
+            p.into_iter()
+                .zip(attr)
+                .map(|(pd, ad)| match pd {
+                    DeclaredDim::Unknown => ad,
+                    other => other,
+                })
+                .collect(),
+        )),
+        Some(p) => Err(format!(
+            "Parameter shape '{t}' has rank {} but its port has {} dims",
+            attr.len(),
+            p.len()
+        )),
+        None => Ok(Some(attr)),
+    }
 }
 
 pub(super) fn port_ids(path: &Path, layer: El<'_, '_>, group: &str) -> Result<Vec<i64>> {
@@ -506,6 +557,7 @@ impl OvModel {
             op: String::new(),
             message: "the graph has a cycle through this layer".into(),
         })?;
+        dynamic_rank_downstream(&mut graph);
         let loaded_nodes = graph.g.node_count();
         let loaded_edges = graph.g.edge_count();
         Ok(OvModel {
@@ -529,6 +581,47 @@ impl OvModel {
 }
 
 pub(super) type PortRef = (NodeIndex, usize, i64);
+
+/// OpenVINO writes a dynamic-rank port with no `<dim>`s, exactly as a scalar. Below a
+/// dynamic-rank Parameter, a dim-less output of an op is therefore read as "rank unknown" (a
+/// scalar there loses its rank, which is safe; the reverse would be wrong).
+fn dynamic_rank_downstream(graph: &mut Graph) {
+    let Ok(order) = graph.topo_order() else {
+        return;
+    };
+    let mut dynamic: HashSet<NodeIndex> = HashSet::new();
+    for ix in order {
+        let node = graph.node(ix);
+        let is_param = node.kind == NodeKind::Op && node.op_type == "Parameter";
+        if is_param {
+            if node.outputs.iter().any(|v| v.ty.shape.is_none()) {
+                dynamic.insert(ix);
+            }
+            continue;
+        }
+        if node.kind != NodeKind::Op {
+            continue;
+        }
+        let fed = graph
+            .g
+            .neighbors_directed(ix, petgraph::Direction::Incoming)
+            .any(|p| dynamic.contains(&p));
+        if !fed {
+            continue;
+        }
+        let n = graph.node_mut(ix);
+        let mut any = false;
+        for v in &mut n.outputs {
+            if v.ty.shape.as_ref().is_some_and(Vec::is_empty) {
+                v.ty.shape = None;
+                any = true;
+            }
+        }
+        if any {
+            dynamic.insert(ix);
+        }
+    }
+}
 
 /// The error for an `<edge>` whose attributes are not all integers.
 pub(super) fn bad_edge(path: &Path, source: &[u8], span: Range<usize>) -> Error {
