@@ -19,6 +19,7 @@ pub mod ir;
 pub mod passes;
 pub mod pipeline;
 pub mod semantics;
+pub mod summary;
 #[cfg(feature = "verify")]
 pub mod verify;
 
