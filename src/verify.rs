@@ -6,9 +6,9 @@
 //!   declarations and in every `value_info`/output that names the same symbol (so a symbolic
 //!   batch never meets a concrete one inside tract). A dim named in [`VerifyOptions::bind`]
 //!   (`--bind name=size`) takes that size. Other symbolic or unknown dims are tried with
-//!   [`DEFAULT_SIZES`] in turn (3, then 64, then 512; axis 0 is 1 from the second try on), the
-//!   first size with which tract can run the original is kept; a declared interval clamps the
-//!   size. One name gets one size everywhere.
+//!   [`DEFAULT_SIZES`] in turn (all 3; then axis 0 at 1 and the others at 64; then 1 and 512;
+//!   then 1 everywhere but the last axis at 512), the first with which tract runs the original
+//!   is kept. One name gets one size everywhere (the first input axis that names it decides).
 //! - A scalar integer or boolean input that the graph compares with `Equal` (through `Cast`,
 //!   `Reshape`, `Squeeze`, `Unsqueeze`, `Gather`, `Identity`) or that feeds an `If` condition is
 //!   a *control input*: it is fixed as a constant before tract's analysis, once per value: every
@@ -50,8 +50,10 @@ pub enum Verification {
     NotVerified(String),
 }
 
-/// Sizes tried in turn for a symbolic or unknown input dim that `bind` does not name.
-pub const DEFAULT_SIZES: [usize; 3] = [3, 64, 512];
+/// Sizes tried in turn for the symbolic or unknown input dims that `bind` does not name:
+/// `(axis 0, middle axes, last axis)` of each input (a rank-1 input's one axis is its last).
+pub const DEFAULT_SIZES: [(usize, usize, usize); 4] =
+    [(3, 3, 3), (1, 64, 64), (1, 512, 512), (1, 1, 512)];
 
 /// Default bound on the bytes of one run's inputs (and of any one intermediate tensor).
 pub const MAX_INPUT_BYTES: u64 = 1 << 30;
@@ -253,8 +255,7 @@ type Binding = (Vec<Vec<usize>>, BTreeMap<String, usize>);
 fn bind_shapes(
     inputs: &[&InputDecl],
     bind: &BTreeMap<String, usize>,
-    default: usize,
-    batch: usize,
+    sizes: (usize, usize, usize),
 ) -> Result<Binding, String> {
     let mut names: BTreeMap<String, usize> = bind.clone();
     let mut used: BTreeMap<String, usize> = BTreeMap::new();
@@ -266,7 +267,13 @@ fn bind_shapes(
             .ok_or_else(|| format!("input '{}' has no declared shape", i.name))?;
         let mut shape = Vec::new();
         for (axis, d) in dims.iter().enumerate() {
-            let fallback = if axis == 0 { batch } else { default };
+            let fallback = if axis + 1 == dims.len() {
+                sizes.2
+            } else if axis == 0 {
+                sizes.0
+            } else {
+                sizes.1
+            };
             let v = match d {
                 Decl::Known(v) if *v >= 0 => *v as usize,
                 Decl::Param(p) => {
@@ -649,10 +656,11 @@ pub fn verify_onnx_with(
 
     // Find the binding: the first try with which tract runs the original's first case.
     let mut first_error = None;
+    let mut last_error = None;
+    let mut tries = 0;
     let mut chosen = None;
-    for (k, &size) in DEFAULT_SIZES.iter().enumerate() {
-        let batch = if k == 0 { size } else { 1 };
-        let (shapes, names) = match bind_shapes(&data, &opts.bind, size, batch) {
+    for &sizes in DEFAULT_SIZES.iter() {
+        let (shapes, names) = match bind_shapes(&data, &opts.bind, sizes) {
             Ok(s) => s,
             Err(e) => return Verification::NotVerified(e),
         };
@@ -672,9 +680,10 @@ pub fn verify_onnx_with(
                         opts.max_input_bytes
                     ));
                 }
-                break;
+                continue;
             }
         }
+        tries += 1;
         let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let tensors: Result<Vec<Tensor>, String> = data
             .iter()
@@ -705,8 +714,9 @@ pub fn verify_onnx_with(
             }
             Err(e) => {
                 if first_error.is_none() {
-                    first_error = Some(e);
+                    first_error = Some(e.clone());
                 }
+                last_error = Some(e);
                 // Only a binding with no symbol to grow can stop early.
                 if names.is_empty()
                     && data.iter().all(|d| {
@@ -722,11 +732,13 @@ pub fn verify_onnx_with(
         }
     }
     let Some((shapes, names)) = chosen else {
-        let e = first_error.unwrap_or_default();
-        return Verification::NotVerified(if e.starts_with("inputs too large") {
-            e
-        } else {
-            format!("tract cannot run the original: {e}")
+        let first = first_error.unwrap_or_default();
+        return Verification::NotVerified(match last_error {
+            _ if first.starts_with("inputs too large") => first,
+            Some(last) if tries > 1 => format!(
+                "tract cannot run the original with any of {tries} sizes of the unbound input dims; with the last: {last}"
+            ),
+            _ => format!("tract cannot run the original: {first}"),
         });
     };
     let by_name: HashMap<&str, &[usize]> = data
