@@ -126,4 +126,8 @@ pub struct Report {
     /// Seconds spent saving the model, when the caller timed it (the command line does).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub save_seconds: Option<f64>,
+    /// Op counts and sizes before/after and the run's time, when the caller measured them (the
+    /// command line and the Python package do): see [`crate::summary`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<crate::summary::Summary>,
 }
