@@ -420,13 +420,28 @@ fn output_that_is_a_device_a_fifo_or_a_directory_is_refused() {
     let root = t.path();
     std::fs::copy(repo().join("models/last_token.onnx"), root.join("m.onnx")).unwrap();
     let m = root.join("m.onnx");
+    // A device node of our own (the null device, made with mknod when running as root): a
+    // regression must not be able to replace the system's /dev/null (an old build did).
+    let dev = root.join("null");
+    let made = Command::new("mknod")
+        .arg(&dev)
+        .args(["c", "1", "3"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let device = if made {
+        dev.clone()
+    } else {
+        // Not root: rename over /dev fails anyway, so /dev/null itself is safe to name.
+        PathBuf::from("/dev/null")
+    };
     let before = snapshot(root);
-    assert_refused(&run(&[&m, p("-o"), p("/dev/null")]), "is a device");
-    assert!(std::fs::metadata("/dev/null")
+    assert_refused(&run(&[&m, p("-o"), &device]), "is a device");
+    assert!(std::fs::metadata(&device)
         .unwrap()
         .file_type()
         .is_char_device());
-    std::os::unix::fs::symlink("/dev/null", root.join("null.onnx")).unwrap();
+    std::os::unix::fs::symlink(&device, root.join("null.onnx")).unwrap();
     mkfifo(&root.join("fifo.onnx"));
     std::fs::create_dir(root.join("dir.onnx")).unwrap();
     let before_links = snapshot(root);
