@@ -35,6 +35,9 @@ enum P {
 
 struct Case {
     name: &'static str,
+    /// `Slice` (opset8) or `StridedSlice` (opset1, with `attrs`: its masks).
+    op: &'static str,
+    attrs: &'static str,
     /// `None`: dynamic rank.
     data: Option<Vec<D>>,
     start: P,
@@ -120,8 +123,11 @@ fn build(case: &Case) -> (String, Vec<u8>) {
     }
     let out = params.len() + 1;
     layers.push_str(&format!(
-        "<layer id=\"100\" name=\"op\" type=\"Slice\" version=\"opset8\"><input>{inputs}</input><output><port id=\"{out}\" precision=\"FP32\" names=\"y\"/></output></layer>\n\
-         <layer id=\"101\" name=\"out\" type=\"Result\" version=\"opset1\"><input><port id=\"0\" precision=\"FP32\"/></input></layer>\n"
+        "<layer id=\"100\" name=\"op\" type=\"{}\" version=\"{}\"><data {}/><input>{inputs}</input><output><port id=\"{out}\" precision=\"FP32\" names=\"y\"/></output></layer>\n\
+         <layer id=\"101\" name=\"out\" type=\"Result\" version=\"opset1\"><input><port id=\"0\" precision=\"FP32\"/></input></layer>\n",
+        case.op,
+        if case.op == "Slice" { "opset8" } else { "opset1" },
+        case.attrs
     ));
     edges.push_str(&format!(
         "<edge from-layer=\"100\" from-port=\"{out}\" to-layer=\"101\" to-port=\"0\"/>\n"
@@ -136,6 +142,8 @@ fn cases() -> Vec<Case> {
     let iota = |n: usize| Some(P::Const((0..n as i64).collect()));
     vec![
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs",
             data: Some(vec![s(10); 8]),
             start: P::Const(vec![1, 1, -20, 9, 9, 9, 9, 20]),
@@ -145,6 +153,8 @@ fn cases() -> Vec<Case> {
             expected: Some([7, 4, 10, 10, 9, 9, 5, 10].map(s).to_vec()),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_dif_steps",
             data: Some([5, 5, 5, 5, 9, 9].map(s).to_vec()),
             start: P::Const(vec![0; 6]),
@@ -154,6 +164,8 @@ fn cases() -> Vec<Case> {
             expected: Some([3, 2, 2, 1, 5, 3].map(s).to_vec()),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_dif_neg_steps",
             data: Some([5, 5, 5, 5, 9, 9].map(s).to_vec()),
             start: P::Const(vec![5, 5, 5, 5, 9, 9]),
@@ -163,6 +175,8 @@ fn cases() -> Vec<Case> {
             expected: Some([2, 2, 1, 1, 4, 3].map(s).to_vec()),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_const_inputs_output_zero_dims",
             data: Some([5, 5, 5, 5, 9, 9].map(s).to_vec()),
             start: P::Const(vec![0, 0, 0, 5, 0, 10]),
@@ -172,6 +186,8 @@ fn cases() -> Vec<Case> {
             expected: Some([3, 0, 5, 0, 5, 0].map(s).to_vec()),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_unordered_axes",
             data: Some(vec![s(10); 8]),
             start: P::Const(vec![1, 1, -20, 9, 9, 9, 9, 20]),
@@ -181,6 +197,8 @@ fn cases() -> Vec<Case> {
             expected: Some([4, 9, 7, 10, 10, 9, 5, 10].map(s).to_vec()),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_const_inputs_not_all_axes_unordered_prop_symbols",
             data: Some(vec![
                 s(10),
@@ -212,6 +230,8 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_data_dynamic_bounds_dimensions",
             data: Some(vec![(1, 5), (10, 20), (20, 30), s(16), (30, 40)]),
             start: P::Const(vec![0, 2, 10, 0, 35]),
@@ -221,6 +241,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![s(1), s(6), (10, 15), s(16), (0, 5)]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_data_dynamic_rank",
             data: None,
             start: P::Const(vec![1, 1, -20, 9, 9, 9, 9, 20]),
@@ -230,6 +252,8 @@ fn cases() -> Vec<Case> {
             expected: None,
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_param_inputs_default_axes_symbols_prop",
             data: Some(vec![
                 (0, 10),
@@ -259,6 +283,8 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_sss_param_inputs_mixed_neg_const_axes",
             data: Some(vec![(5, 10), s(2), s(7), (0, 4)]),
             start: P::Param(3),
@@ -268,6 +294,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 10), (0, 2), s(7), (0, 4)]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_sss_param_inputs_mixed_const_axes",
             data: Some(vec![(5, 10), s(2), s(7), (0, 4)]),
             start: P::Param(3),
@@ -277,6 +305,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 10), (0, 2), s(7), (0, 4)]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_MAX_MIN_INT_dynamic_dimensions",
             data: Some(vec![
                 s(10),
@@ -306,6 +336,8 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_MAX_MIN_INT_dynamic_dimensions_neg_step",
             data: Some(vec![
                 s(10),
@@ -347,6 +379,8 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_data_full_dynamic_dims",
             data: Some(vec![DYN; 4]),
             start: P::Const(vec![2, 10, 35, I32MIN]),
@@ -356,6 +390,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 6), (0, 15), (0, 5), DYN]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_data_full_dynamic_dims_neg_ind",
             data: Some(vec![DYN; 3]),
             start: P::Const(vec![-8, -25, -40]),
@@ -365,6 +401,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 6), (0, 15), (0, 5)]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_data_full_dynamic_dims_neg_step",
             data: Some(vec![DYN; 3]),
             start: P::Const(vec![8, 25, 40]),
@@ -374,6 +412,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 6), (0, 15), (0, 5)]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_data_full_dynamic_dims_neg_step_neg_ind",
             data: Some(vec![DYN; 3]),
             start: P::Const(vec![-2, -10, -35]),
@@ -383,6 +423,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 6), (0, 15), (0, 5)]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_data_full_dynamic_dims_neg_step_mix_ind",
             data: Some(vec![DYN; 6]),
             start: P::Const(vec![5, 5, 5, -10, I32MAX, I32MAX]),
@@ -392,6 +434,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 6), (0, 3), (0, 6), DYN, DYN, DYN]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_dynamic_dims_maxint32",
             data: Some(vec![(0, 2000), DYN, s(4)]),
             start: P::Const(vec![0; 3]),
@@ -401,6 +445,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 2000), DYN, s(4)]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_dynamic_dims_maxint64",
             data: Some(vec![(0, 2000), DYN, s(4)]),
             start: P::Const(vec![0; 3]),
@@ -410,6 +456,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 2000), DYN, s(4)]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_dynamic_dims_maxint64_start1",
             data: Some(vec![(0, 2000), DYN, s(4)]),
             start: P::Const(vec![1]),
@@ -419,6 +467,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![(0, 2000), DYN, s(4)]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_MAX_MIN_INT_64_dynamic_dimensions_neg_step",
             data: Some(vec![
                 s(10),
@@ -484,6 +534,8 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_MAX_MIN_64_no_upper_bounds_neg_step",
             data: Some(vec![DYN, (0, i64::MAX), (0, i64::MAX)]),
             start: P::Const(vec![i64::MAX; 3]),
@@ -493,6 +545,8 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![DYN, DYN, DYN]),
         },
         Case {
+            op: "Slice",
+            attrs: "",
             name: "slice_v8_basic_const_inputs_MAX_MIN_64_no_upper_bounds",
             data: Some(vec![DYN, (0, i64::MAX), (0, i64::MAX)]),
             start: P::Const(vec![i64::MIN; 3]),
@@ -502,6 +556,109 @@ fn cases() -> Vec<Case> {
             expected: Some(vec![DYN, DYN, DYN]),
         },
     ]
+}
+
+/// From `src/core/tests/type_prop/strided_slice.cpp`.
+fn strided_cases() -> Vec<Case> {
+    let zero4 = "begin_mask=\"0,0,0,0\" end_mask=\"0,0,0,0\" new_axis_mask=\"0,0,0,0\" ellipsis_mask=\"0,0,0,0\"";
+    vec![
+        Case {
+            name: "StridedSliceShapeInferTest/shrink_2nd_dim",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"0,0,0,0\" end_mask=\"0,0,0,0\" new_axis_mask=\"0,0,0,0\" shrink_axis_mask=\"0,1,0,0\" ellipsis_mask=\"0,0,0,0\"",
+            data: Some(vec![s(1), s(200), s(300), s(3)]),
+            start: P::Param(4),
+            stop: P::Param(4),
+            step: P::Param(4),
+            axes: None,
+            expected: Some(vec![(0, 1), (0, 300), (0, 3)]),
+        },
+        Case {
+            name: "StridedSliceShapeInferTest/shrink_output_shape_by_axes",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"1,0,0,0\" end_mask=\"1,0,0,0\" new_axis_mask=\"0,0,0,0\" shrink_axis_mask=\"0,1,0,1\" ellipsis_mask=\"0,0,0,0\"",
+            data: Some(vec![s(1), s(200), s(300), s(3)]),
+            start: P::Param(4),
+            stop: P::Param(4),
+            step: P::Param(4),
+            axes: None,
+            expected: Some(vec![(0, 1), (0, 300)]),
+        },
+        Case {
+            name: "StridedSliceShapeInferTest/extend_output_shape_by_new_axes",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"1,0,0,0\" end_mask=\"1,0,0,0\" new_axis_mask=\"0,0,1,0\" shrink_axis_mask=\"0,0,0,0\" ellipsis_mask=\"0,0,0,0\"",
+            data: Some(vec![s(1), s(200), s(200), s(3)]),
+            start: P::Param(4),
+            stop: P::Param(4),
+            step: P::Param(4),
+            axes: None,
+            expected: Some(vec![(0, 1), (0, 200), s(1), (0, 200), s(3)]),
+        },
+        Case {
+            name: "StridedSliceShapeInferTest/when_input_has_dynamic_dimension",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"0,0,0,0\" end_mask=\"0,0,0,0\" new_axis_mask=\"0,0,0,0\" shrink_axis_mask=\"0,0,0,0\" ellipsis_mask=\"0,0,0,0\"",
+            data: Some(vec![(8, -1), s(200), s(200), s(3)]),
+            start: P::Param(4),
+            stop: P::Param(4),
+            step: P::Param(4),
+            axes: None,
+            expected: Some(vec![DYN, (0, 200), (0, 200), (0, 3)]),
+        },
+        Case {
+            name: "StridedSliceShapeInferTest/input_has_dynamic_dimensions_and_shrink_one",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"0,0,0,0\" end_mask=\"0,0,0,0\" new_axis_mask=\"0,0,0,0\" shrink_axis_mask=\"1,0,0,0\" ellipsis_mask=\"0,0,0,0\"",
+            data: Some(vec![(8, 40), s(200), (100, 200), s(3)]),
+            start: P::Param(4),
+            stop: P::Param(4),
+            step: P::Param(4),
+            axes: None,
+            expected: Some(vec![(0, 200), DYN, (0, 3)]),
+        },
+        Case {
+            name: "strided_slice_reverse_end_is_int64_min",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"0,0\" end_mask=\"0,0\"",
+            data: Some(vec![(0, 20), DYN]),
+            start: P::Const(vec![20, 20]),
+            stop: P::Const(vec![i64::MIN, i64::MIN]),
+            step: P::Const(vec![-1, -1]),
+            axes: None,
+            expected: Some(vec![(0, 20), DYN]),
+        },
+        Case {
+            name: "strided_slice_out_of_bounds_different_stride",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"0,0,0,0,0\" end_mask=\"0,0,0,0,0\"",
+            data: Some(vec![s(5); 5]),
+            start: P::Const(vec![5; 5]),
+            stop: P::Const(vec![5; 5]),
+            step: P::Const(vec![1, 2, 5, -2, -5]),
+            axes: None,
+            expected: Some(vec![s(0); 5]),
+        },
+        Case {
+            name: "strided_slice_use_default_ctor",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"0,0,0\" end_mask=\"0,0,0\" new_axis_mask=\"1,0,0\" shrink_axis_mask=\"0,0,1\" ellipsis_mask=\"0,0,0\"",
+            data: Some(vec![s(10), s(11), s(12)]),
+            start: P::Const(vec![0; 4]),
+            stop: P::Const(vec![1, 5, 20, 20]),
+            step: P::Const(vec![1; 4]),
+            axes: None,
+            expected: Some(vec![s(1), s(5), s(12)]),
+        },
+    ]
+    .into_iter()
+    .map(|mut c| {
+        if c.attrs.is_empty() {
+            c.attrs = zero4;
+        }
+        c
+    })
+    .collect()
 }
 
 /// `(lo, hi)` with `hi = None` unbounded, from OpenVINO's spelling.
@@ -518,9 +675,11 @@ fn openvino_type_prop_slice_cases() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut equal, mut tighter, mut total) = (0, 0, 0);
     let mut report = Vec::new();
-    for case in cases() {
+    for case in cases().into_iter().chain(strided_cases()) {
         let (xml, bin) = build(&case);
-        let path = dir.path().join(format!("{}.xml", case.name));
+        let path = dir
+            .path()
+            .join(format!("{}.xml", case.name.replace('/', "_")));
         std::fs::write(&path, xml).expect("write xml");
         std::fs::File::create(path.with_extension("bin"))
             .and_then(|mut f| f.write_all(&bin))
@@ -577,7 +736,9 @@ fn openvino_type_prop_slice_cases() {
         }
         // Never wrong: our bounds contain the numeric result for every input size (constant
         // parameters only), each input dim swept over its interval (capped at 100).
-        if let (P::Const(st), P::Const(sp), P::Const(stp)) = (&case.start, &case.stop, &case.step) {
+        if let (P::Const(st), P::Const(sp), P::Const(stp), "Slice") =
+            (&case.start, &case.stop, &case.step, case.op)
+        {
             let axes = match &case.axes {
                 Some(P::Const(a)) => Some(a.clone()),
                 _ => None,
@@ -622,8 +783,77 @@ fn openvino_type_prop_slice_cases() {
             }
         }
     }
-    println!("ov_type_prop (slice.cpp): {total} dims, {equal} equal to OpenVINO, {tighter} tighter, 0 looser");
+    println!("ov_type_prop (slice.cpp, strided_slice.cpp): {total} dims, {equal} equal to OpenVINO, {tighter} tighter, 0 looser");
     for r in &report {
         println!("  tighter: {r}");
     }
+}
+
+fn load_case(case: &Case, dir: &std::path::Path) -> Model {
+    let (xml, bin) = build(case);
+    let path = dir.join(format!("{}.xml", case.name.replace('/', "_")));
+    std::fs::write(&path, xml).expect("write xml");
+    std::fs::write(path.with_extension("bin"), bin).expect("write bin");
+    Model::load(&path).unwrap_or_else(|e| panic!("{}: {e}", case.name))
+}
+
+/// OpenVINO refuses a mask element other than 0 or 1 ("All masks of StridedSlice must have be
+/// 0 or 1", `src/core/src/op/strided_slice.cpp`, seen with `opset8.strided_slice(...,
+/// begin_mask=[0, 2])` in OpenVINO 2026.4); so do we.
+#[test]
+fn strided_slice_mask_values_other_than_0_1_are_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for attrs in [
+        "begin_mask=\"0,2\" end_mask=\"0,0\"",
+        "begin_mask=\"0,0\" end_mask=\"-1,0\"",
+    ] {
+        let case = Case {
+            name: "mask",
+            op: "StridedSlice",
+            attrs,
+            data: Some(vec![s(4), s(6)]),
+            start: P::Const(vec![0, 1]),
+            stop: P::Const(vec![4, 5]),
+            step: P::Const(vec![1, 1]),
+            axes: None,
+            expected: None,
+        };
+        let model = load_case(&case, dir.path());
+        let g = model.graph();
+        let ix =
+            g.g.node_indices()
+                .find(|&i| g.node(i).name == "op")
+                .expect("op");
+        let r = infer_node(&model, ix).expect("slice node");
+        let err = r.expect_err("must be refused").to_string();
+        assert!(err.contains("0 or 1"), "{err}");
+    }
+}
+
+/// `StridedSliceShapeInferTest/input_is_dynamic_rank` and a Parameter written with
+/// `shape="..."`: loads, and the rank stays unknown.
+#[test]
+fn dynamic_rank_parameter_loads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let case = Case {
+        name: "dynrank",
+        op: "StridedSlice",
+        attrs: "begin_mask=\"1,0,1,0\" end_mask=\"0,0,0,0\"",
+        data: None,
+        start: P::Param(4),
+        stop: P::Param(4),
+        step: P::Param(4),
+        axes: None,
+        expected: None,
+    };
+    let model = load_case(&case, dir.path());
+    let g = model.graph();
+    let ix =
+        g.g.node_indices()
+            .find(|&i| g.node(i).name == "op")
+            .expect("op");
+    assert!(declared_shape(g, g.input(ix, 0).expect("data")).is_none());
+    assert!(infer_node(&model, ix).expect("slice node").is_err());
+    let report = slice_opt::check::check(&model);
+    assert!(report.passed(), "{report:?}");
 }

@@ -196,6 +196,8 @@ pub fn parse_dim(text: &str) -> Option<DeclaredDim> {
         if lo > i64::MAX as u64 || hi.is_some_and(|h| h > i64::MAX as u64) {
             return None;
         }
+        // OpenVINO's unbounded upper end is INT64_MAX (`Dimension(0, INT64_MAX)` is `?`).
+        let hi = hi.filter(|&h| h != i64::MAX as u64);
         if let Some(h) = hi {
             if h < lo {
                 return None;
