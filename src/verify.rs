@@ -29,6 +29,7 @@ use prost::Message;
 use tract_onnx::pb;
 use tract_onnx::pb::tensor_shape_proto::dimension::Value as DimValue;
 use tract_onnx::prelude::*;
+use tract_onnx::tract_hir::infer::Factoid;
 
 use crate::formats::onnx::OnnxModel;
 
@@ -425,8 +426,130 @@ fn prepare(
                 ..Default::default()
             });
         }
+        // Branches may nest: inline what the control values decide, a few levels deep.
+        for _ in 0..4 {
+            if !inline_known_ifs(g, controls) {
+                break;
+            }
+        }
     }
     m
+}
+
+/// Replaces every `If` of `g` whose condition follows from the control inputs' values (through
+/// `Cast`, `Reshape`, `Squeeze`, `Unsqueeze`, `Identity`, `Flatten`, `Gather`, and `Equal` with a
+/// constant) by the nodes of the branch it takes. Tract analyses both branches of an `If` even
+/// when the condition is constant, and the branch not taken may not fit the inputs (silero-vad's
+/// 8 kHz branch on 16 kHz input). Returns true when an `If` was replaced.
+fn inline_known_ifs(g: &mut pb::GraphProto, controls: &[(&InputDecl, i64)]) -> bool {
+    let mut consts: HashMap<String, i64> = HashMap::new();
+    for t in &g.initializer {
+        if let Some(v) = scalar_of(t) {
+            consts.insert(t.name.clone(), v);
+        }
+    }
+    for n in &g.node {
+        if n.op_type == "Constant" {
+            if let (Some(o), Some(t)) = (
+                n.output.first(),
+                n.attribute
+                    .iter()
+                    .find(|a| a.name == "value")
+                    .and_then(|a| a.t.as_ref()),
+            ) {
+                if let Some(v) = scalar_of(t) {
+                    consts.insert(o.clone(), v);
+                }
+            }
+        }
+    }
+    let mut known: HashMap<String, i64> =
+        controls.iter().map(|(d, v)| (d.name.clone(), *v)).collect();
+    let mut changed = false;
+    let mut out = Vec::with_capacity(g.node.len());
+    for n in std::mem::take(&mut g.node) {
+        let first = n.input.first().cloned().unwrap_or_default();
+        match n.op_type.as_str() {
+            "Cast" | "Reshape" | "Squeeze" | "Unsqueeze" | "Identity" | "Flatten" | "Gather" => {
+                if let Some(v) = known.get(&first).copied() {
+                    for o in &n.output {
+                        known.insert(o.clone(), v);
+                    }
+                }
+                out.push(n);
+            }
+            "Equal" if n.input.len() == 2 && !n.output.is_empty() => {
+                let a = &n.input[0];
+                let b = &n.input[1];
+                let value = |x: &String| known.get(x).or_else(|| consts.get(x)).copied();
+                if known.contains_key(a) || known.contains_key(b) {
+                    if let (Some(x), Some(y)) = (value(a), value(b)) {
+                        known.insert(n.output[0].clone(), (x == y) as i64);
+                    }
+                }
+                out.push(n);
+            }
+            "If" if known.contains_key(&first) => {
+                changed |= take_branch(n, known[&first] != 0, &mut g.initializer, &mut out);
+            }
+            _ => out.push(n),
+        }
+    }
+    g.node = out;
+    changed
+}
+
+/// Appends to `out` the nodes of the branch of the `If` node `n` that `cond` selects (its
+/// initializers to `inits`) and an `Identity` per output; or `n` itself when it has no such
+/// branch. Returns true when the branch was taken.
+fn take_branch(
+    n: pb::NodeProto,
+    cond: bool,
+    inits: &mut Vec<pb::TensorProto>,
+    out: &mut Vec<pb::NodeProto>,
+) -> bool {
+    let name = if cond { "then_branch" } else { "else_branch" };
+    let body = n
+        .attribute
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| a.g.clone());
+    match body {
+        Some(body) if body.output.len() == n.output.len() => {
+            inits.extend(body.initializer);
+            out.extend(body.node);
+            for (o, bo) in n.output.iter().zip(&body.output) {
+                out.push(pb::NodeProto {
+                    name: format!("{}__taken_{}", n.name, o),
+                    op_type: "Identity".into(),
+                    input: vec![bo.name.clone()],
+                    output: vec![o.clone()],
+                    ..Default::default()
+                });
+            }
+            true
+        }
+        _ => {
+            out.push(n);
+            false
+        }
+    }
+}
+
+/// Replaces the `If` nodes named in `decided` (name → condition) by the branch taken.
+fn inline_decided_ifs(g: &mut pb::GraphProto, decided: &HashMap<String, bool>) -> bool {
+    let mut changed = false;
+    let mut out = Vec::with_capacity(g.node.len());
+    for n in std::mem::take(&mut g.node) {
+        match decided.get(&n.name) {
+            Some(&c) if n.op_type == "If" => {
+                changed |= take_branch(n, c, &mut g.initializer, &mut out)
+            }
+            _ => out.push(n),
+        }
+    }
+    g.node = out;
+    changed
 }
 
 type Runnable = Arc<TypedRunnableModel>;
@@ -442,9 +565,47 @@ fn build(
     let alloc = limit.max(model.encoded_len() as u64);
     guarded(alloc, || {
         let onnx = tract_onnx::onnx();
-        let mut parsed = onnx.parse(model, dir.to_str())?.model;
-        for (i, t) in inputs.iter().enumerate() {
-            parsed.set_input_fact(i, InferenceFact::from(t.clone()).without_value())?;
+        let parse = |m: &pb::ModelProto| -> TractResult<InferenceModel> {
+            let mut parsed = onnx.parse(m, dir.to_str())?.model;
+            for (i, t) in inputs.iter().enumerate() {
+                parsed.set_input_fact(i, InferenceFact::from(t.clone()).without_value())?;
+            }
+            Ok(parsed)
+        };
+        // An `If` whose condition tract's analysis finds constant (a shape test, once the input
+        // shapes are concrete) is replaced by the branch taken: tract types both branches and
+        // refuses branches whose output shapes differ.
+        let mut proto = model.clone();
+        let mut parsed = parse(&proto)?;
+        for _ in 0..4 {
+            let mut probe = parsed.clone();
+            let _ = probe.analyse(true);
+            let mut decided = HashMap::new();
+            for node in probe.nodes() {
+                if node.op.name() != "If" {
+                    continue;
+                }
+                let Some(cond) = node.inputs.first() else {
+                    continue;
+                };
+                if let Some(v) = probe
+                    .outlet_fact(*cond)
+                    .ok()
+                    .and_then(|f| f.value.concretize())
+                {
+                    if let Ok(c) = v.cast_to_scalar::<bool>() {
+                        decided.insert(node.name.clone(), c);
+                    }
+                }
+            }
+            let changed = match proto.graph.as_mut() {
+                Some(g) if !decided.is_empty() => inline_decided_ifs(g, &decided),
+                _ => false,
+            };
+            if !changed {
+                break;
+            }
+            parsed = parse(&proto)?;
         }
         let typed = parsed.into_optimized()?;
         for node in typed.nodes() {
