@@ -31,6 +31,9 @@ pub enum Verdict {
     Undeclared,
     /// Not enough is known to infer a shape (the reason is given).
     Unknown,
+    /// Declared and inferred shapes agree, and we know more than the model declares (a value or
+    /// an expression where it declares `?` or a fresh name, a narrower interval).
+    Tighter,
     /// Declared and inferred shapes disagree.
     Mismatch,
     /// The node's parameters are invalid.
@@ -52,6 +55,10 @@ pub struct CheckRow {
     /// Why, for anything but `ok`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub detail: String,
+    /// A warning on a node whose result depends on the runtime (OpenVINO StridedSlice-1 with a
+    /// shrink + begin_mask entry: see `passes::rewrite::ov_shrink_begin_mask_warning`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub warning: String,
 }
 
 /// The result of [`check`].
@@ -75,33 +82,105 @@ fn show_declared(s: &Option<Vec<DeclaredDim>>) -> String {
     crate::ir::show_shape(s.as_deref())
 }
 
-/// Whether a declared dim can be the inferred one. `free` are the symbol names of the graph
-/// inputs: a declared name that is not one of them (tf2onnx's `unk__N`) is an unnamed unknown.
-fn compatible(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<String>) -> bool {
-    match declared {
-        DeclaredDim::Unknown => true,
-        DeclaredDim::Param(p) if !free.contains(p) => {
-            // A fresh name: any non-negative size is possible.
-            true
+/// How an inferred dim relates to the declared one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum DimCmp {
+    /// The same (equal for every value of the symbols), or consistent where we know less.
+    Same,
+    /// Consistent, and we know more.
+    Tighter,
+    /// They cannot both be right.
+    Mismatch,
+}
+
+/// A few values to try for the symbols of a comparison (a difference at any of them proves a
+/// mismatch, since the inferred dim is exact).
+fn probe_bindings(
+    syms: &[crate::semantics::Symbol],
+) -> Vec<std::collections::HashMap<String, i64>> {
+    let mut out = Vec::new();
+    for k in 0..24i64 {
+        let mut b = std::collections::HashMap::new();
+        for (i, s) in syms.iter().enumerate() {
+            let (lo, hi) = s.bounds();
+            let v = lo.saturating_add((k * (2 * i as i64 + 3) + i as i64) % 67);
+            b.insert(s.name().to_string(), hi.map_or(v, |h| v.min(h)));
         }
+        out.push(b);
+    }
+    out
+}
+
+/// Compares a declared dim with the inferred one. `free` are the symbol names of the graph
+/// inputs: a declared name that is not one of them (tf2onnx's `unk__N`) is an unnamed unknown;
+/// a declared expression over them (`min(N, 4)`) is compared as an expression.
+fn compare(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<String>) -> DimCmp {
+    let (ilo, ihi) = inferred.bounds();
+    let overlaps = |lo: u64, hi: Option<u64>| {
+        ihi.is_none_or(|h| h >= lo as i64) && hi.is_none_or(|h| ilo.is_none_or(|l| l <= h as i64))
+    };
+    let knows_something = !inferred.is_unknown() || ilo.unwrap_or(0) > 0 || ihi.is_some();
+    match declared {
+        DeclaredDim::Unknown if knows_something => DimCmp::Tighter,
+        DeclaredDim::Unknown => DimCmp::Same,
         DeclaredDim::Param(p) => {
-            // A named input symbol: the inferred expression must be exactly that symbol.
-            inferred.to_string() == *p || inferred.is_unknown()
+            let d = slice_node::to_dim(declared);
+            let syms = d.symbols();
+            if syms.is_empty() || syms.iter().any(|s| !free.contains(s.name())) {
+                // A fresh name: any size is possible.
+                let _ = p;
+                return if knows_something {
+                    DimCmp::Tighter
+                } else {
+                    DimCmp::Same
+                };
+            }
+            if inferred.is_unknown() {
+                let (dlo, dhi) = d.bounds();
+                let ok = overlaps(dlo.unwrap_or(0).max(0) as u64, dhi.map(|h| h.max(0) as u64));
+                return if ok { DimCmp::Same } else { DimCmp::Mismatch };
+            }
+            if d.provably_equal(inferred) {
+                return DimCmp::Same;
+            }
+            let mut all = d.symbols();
+            all.extend(inferred.symbols());
+            all.sort();
+            all.dedup();
+            let differs = probe_bindings(&all)
+                .iter()
+                .any(|b| matches!((d.eval(b), inferred.eval(b)), (Some(x), Some(y)) if x != y));
+            if differs {
+                DimCmp::Mismatch
+            } else {
+                DimCmp::Same
+            }
         }
         DeclaredDim::Known(v) => match inferred.as_known() {
-            Some(k) => k as u64 == *v && k >= 0,
-            None => {
-                let (lo, hi) = inferred.bounds();
-                lo.is_none_or(|l| l <= *v as i64) && hi.is_none_or(|h| *v as i64 <= h)
-            }
+            Some(k) if k >= 0 && k as u64 == *v => DimCmp::Same,
+            Some(_) => DimCmp::Mismatch,
+            None if overlaps(*v, Some(*v)) => DimCmp::Same,
+            None => DimCmp::Mismatch,
         },
         DeclaredDim::Interval(lo, hi) => {
-            let (ilo, ihi) = inferred.bounds();
-            // The ranges must overlap.
-            ihi.is_none_or(|h| h >= *lo as i64)
-                && hi.is_none_or(|h| ilo.is_none_or(|l| l <= h as i64))
+            if !overlaps(*lo, *hi) {
+                return DimCmp::Mismatch;
+            }
+            let (ilo, ihi) = (ilo.unwrap_or(0).max(0) as u64, ihi.map(|h| h.max(0) as u64));
+            let inside = ilo >= *lo && hi.is_none_or(|h| ihi.is_some_and(|ih| ih <= h));
+            let same = ilo == *lo && ihi == *hi;
+            if inside && !same {
+                DimCmp::Tighter
+            } else {
+                DimCmp::Same
+            }
         }
     }
+}
+
+/// Whether a declared dim can be the inferred one.
+fn compatible(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<String>) -> bool {
+    compare(declared, inferred, free) != DimCmp::Mismatch
 }
 
 /// Symbol names that graph inputs declare.
@@ -145,6 +224,7 @@ pub fn check(model: &Model) -> CheckReport {
                 input: "?".into(),
                 verdict: Verdict::Invalid,
                 detail: format!("the body cannot be read: {e}"),
+                warning: String::new(),
             });
         }
         // The consumers' declared ports are read only at the top level.
@@ -177,6 +257,8 @@ fn scope_rows(
         let node = graph.node(ix);
         let declared = node.outputs.first().and_then(|v| v.ty.shape.clone());
         let (name, op) = (display_name(node), node.op_type.clone());
+        let warning = slice_node::classify(graph, ix, format, opset)
+            .and_then(|op| crate::passes::rewrite::ov_shrink_begin_mask_warning(graph, ix, op));
         let path = format!("{}{}", scope.prefix, shape::scope::label(graph, ix));
         let input = data_input_shape(graph, facts, ix);
         let mut row = CheckRow {
@@ -188,6 +270,7 @@ fn scope_rows(
             inferred: "-".into(),
             verdict: Verdict::Invalid,
             detail: String::new(),
+            warning: warning.map(|w| w.what).unwrap_or_default(),
         };
         match result {
             Err(DecodeError::Invalid(e)) => row.detail = e.to_string(),
@@ -206,21 +289,44 @@ fn scope_rows(
                         detail = format!("rank {} declared, {} inferred", d.len(), dims.len());
                         Verdict::Mismatch
                     }
-                    Some(d) => match d
-                        .iter()
-                        .zip(&dims)
-                        .position(|(a, b)| !compatible(a, b, free))
-                    {
-                        None => Verdict::Ok,
-                        Some(i) => {
-                            detail = format!("dim {i}: declared {}, inferred {}", d[i], dims[i]);
-                            Verdict::Mismatch
+                    Some(d) => {
+                        let cmps: Vec<DimCmp> = d
+                            .iter()
+                            .zip(&dims)
+                            .map(|(a, b)| compare(a, b, free))
+                            .collect();
+                        match cmps.iter().max() {
+                            Some(DimCmp::Mismatch) => {
+                                let i = cmps.iter().position(|c| *c == DimCmp::Mismatch);
+                                let i = i.unwrap_or(0);
+                                detail =
+                                    format!("dim {i}: declared {}, inferred {}", d[i], dims[i]);
+                                Verdict::Mismatch
+                            }
+                            Some(DimCmp::Tighter) => {
+                                detail = cmps
+                                    .iter()
+                                    .enumerate()
+                                    .filter(|(_, c)| **c == DimCmp::Tighter)
+                                    .map(|(i, _)| {
+                                        format!("dim {i}: declared {}, inferred {}", d[i], dims[i])
+                                    })
+                                    .collect::<Vec<_>>()
+                                    .join("; ");
+                                Verdict::Tighter
+                            }
+                            _ => Verdict::Ok,
                         }
-                    },
+                    }
                 };
                 // IR: the consumers' input ports declare the shape too.
                 let consumer_problem = match top {
-                    Some(model) if matches!(verdict, Verdict::Ok | Verdict::Undeclared) => {
+                    Some(model)
+                        if matches!(
+                            verdict,
+                            Verdict::Ok | Verdict::Undeclared | Verdict::Tighter
+                        ) =>
+                    {
                         consumer_mismatch(model, ix, &dims, free)
                     }
                     _ => None,

@@ -41,6 +41,10 @@ pub enum Error {
         node: String,
         message: String,
     },
+    /// The run refuses to read or write a file: an output that is an input, a device, a FIFO or
+    /// the same file twice; external data outside the model's directory or not a regular file.
+    #[error("{path}: {message}")]
+    Refused { path: PathBuf, message: String },
     /// A usage error (bad option, unsupported combination).
     #[error("{0}")]
     Usage(String),
@@ -62,7 +66,7 @@ impl Error {
     pub fn is_input_error(&self) -> bool {
         matches!(
             self,
-            Error::Io { .. } | Error::Format { .. } | Error::Node { .. }
+            Error::Io { .. } | Error::Format { .. } | Error::Node { .. } | Error::Refused { .. }
         )
     }
 }

@@ -18,8 +18,10 @@ pub mod formats;
 pub mod ir;
 pub mod passes;
 pub mod pipeline;
+pub mod report;
 pub mod semantics;
 pub mod shape;
+pub mod summary;
 #[cfg(feature = "verify")]
 pub mod verify;
 

@@ -1,9 +1,52 @@
 //! The `slice-opt` command line: thin argument parsing, progress and exit codes over the library.
 
 /// mimalloc: loading a model makes millions of small allocations (names, node records);
-/// measured on nodes_100k.onnx, see bench/RESULTS.md.
+/// measured on nodes_100k.onnx, see bench/RESULTS.md. Wrapped so that a single allocation above
+/// `slice_opt::verify::alloc_limit()` (set only while tract runs a model for `--verify`) fails:
+/// tract then panics (caught and reported) instead of taking all memory.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: Capped = Capped;
+
+struct Capped;
+
+#[cfg(feature = "verify")]
+fn alloc_limit() -> usize {
+    slice_opt::verify::alloc_limit()
+}
+
+#[cfg(not(feature = "verify"))]
+fn alloc_limit() -> usize {
+    usize::MAX
+}
+
+// SAFETY: every call is forwarded to mimalloc unchanged, or answered with null (allocation
+// failure), which the GlobalAlloc contract allows.
+unsafe impl std::alloc::GlobalAlloc for Capped {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.size() > alloc_limit() {
+            return std::ptr::null_mut();
+        }
+        mimalloc::MiMalloc.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.size() > alloc_limit() {
+            return std::ptr::null_mut();
+        }
+        mimalloc::MiMalloc.alloc_zeroed(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        mimalloc::MiMalloc.dealloc(ptr, layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        if new_size > alloc_limit() {
+            return std::ptr::null_mut();
+        }
+        mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+    }
+}
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -32,7 +75,9 @@ Examples:
   slice-opt info model.onnx
       opsets, op counts and every slice in Python notation
 
-Exit codes: 0 success, 1 a pass, check or verification failed, 2 the input could not be read.";
+Exit codes: 0 success, 1 a pass, check or verification failed, 2 the input could not be read
+or the output could not be written (or was refused: an input, a device, a FIFO, the same file
+twice, an unrelated existing file). An interrupted run (SIGINT, SIGTERM, SIGHUP) leaves no file.";
 
 /// Shape inference, constant folding and lowering of StridedSlice/Slice in ONNX and OpenVINO IR
 /// models.
@@ -71,6 +116,11 @@ struct Cli {
     /// the semantics core as they are made. A model tract cannot run is reported as not verified.
     #[arg(long)]
     verify: bool,
+
+    /// With --verify: the size of a symbolic input dim (`--bind batch=1 --bind seq=128`, or
+    /// `--bind batch=1,seq=128`). Unbound symbols are tried at 3, then 64, then 512.
+    #[arg(long, value_name = "NAME=SIZE", value_parser = parse_bind, value_delimiter = ',')]
+    bind: Vec<(String, usize)>,
 
     /// Print nothing but errors.
     #[arg(short, long, conflicts_with = "verbose")]
@@ -121,6 +171,10 @@ fn exit_code(e: &Error) -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Temporary files of a save in progress are removed on SIGINT, SIGTERM and SIGHUP.
+    if let Err(e) = slice_opt::formats::output::install_signal_cleanup() {
+        eprintln!("slice-opt: warning: cannot install signal handlers: {e}");
+    }
     let result = match &cli.command {
         Some(Command::Check { model, format }) => run_check(model, *format),
         Some(Command::Info { model, format }) => run_info(model, *format),
@@ -183,6 +237,11 @@ fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
                 Verdict::Ok => "ok".to_string(),
                 Verdict::Undeclared => "undeclared".to_string(),
                 v => format!("{}: {}", format!("{v:?}").to_lowercase(), r.detail),
+            };
+            let verdict = if r.warning.is_empty() {
+                verdict
+            } else {
+                format!("{verdict} (warning: {})", r.warning)
             };
             rows.push(vec![
                 r.path.clone(),
@@ -264,9 +323,6 @@ fn run_info(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
 struct Outcome {
     report: Report,
     verification: Option<String>,
-    seconds: f64,
-    bytes_in: u64,
-    bytes_out: u64,
 }
 
 fn file_size(p: &Path) -> u64 {
@@ -288,6 +344,7 @@ fn transform_one(
     let start = Instant::now();
     let mut model = Model::load(input)?;
     let load_seconds = start.elapsed().as_secs_f64();
+    let ops_before = slice_opt::summary::op_rows(&model);
     let original = if cli.verify {
         Some(model.clone())
     } else {
@@ -297,7 +354,7 @@ fn transform_one(
         .fold_limit(cli.fold_limit)
         .run(&mut model)?;
     let verification = match (&original, &model) {
-        (Some(Model::Onnx(a)), Model::Onnx(b)) => Some(verify(a, b)?),
+        (Some(Model::Onnx(a)), Model::Onnx(b)) => Some(verify(a, b, &cli.bind)?),
         (Some(_), _) => Some("rewrites validated by the semantics core".to_string()),
         (None, _) => None,
     };
@@ -305,15 +362,19 @@ fn transform_one(
     model.save(output)?;
     report.load_seconds = Some(load_seconds);
     report.save_seconds = Some(save_start.elapsed().as_secs_f64());
+    report.summary = Some(slice_opt::summary::Summary::new(
+        &ops_before,
+        &model,
+        file_size(input),
+        file_size(output),
+        start.elapsed().as_secs_f64(),
+    ));
     // Freeing a model of a million small allocations takes a noticeable share of a run: do it
     // off the critical path (the process may exit before it finishes, which is fine).
     std::thread::spawn(move || drop((model, original)));
     Ok(Outcome {
         report,
         verification,
-        seconds: start.elapsed().as_secs_f64(),
-        bytes_in: file_size(input),
-        bytes_out: file_size(output),
     })
 }
 
@@ -321,11 +382,25 @@ fn transform_one(
 fn verify(
     a: &slice_opt::formats::onnx::OnnxModel,
     b: &slice_opt::formats::onnx::OnnxModel,
+    bind: &[(String, usize)],
 ) -> Result<String, Error> {
-    use slice_opt::verify::{verify_onnx, Verification};
-    match verify_onnx(a, b, 0x5eed, 3) {
-        Verification::Passed { runs, outputs } => Ok(format!(
-            "verified in tract-onnx: {runs} runs, {outputs} outputs equal"
+    use slice_opt::verify::{verify_onnx_with, Verification, VerifyOptions};
+    let opts = VerifyOptions {
+        bind: bind.iter().cloned().collect(),
+        ..VerifyOptions::default()
+    };
+    match verify_onnx_with(a, b, &opts) {
+        Verification::Passed {
+            runs,
+            outputs,
+            detail,
+        } => Ok(format!(
+            "verified in tract-onnx: {runs} runs, {outputs} outputs equal{}",
+            if detail.is_empty() {
+                String::new()
+            } else {
+                format!(" ({detail})")
+            }
         )),
         Verification::NotVerified(why) => Ok(format!("NOT verified: {why}")),
         Verification::Failed(why) => Err(Error::Pass {
@@ -340,6 +415,7 @@ fn verify(
 fn verify(
     _: &slice_opt::formats::onnx::OnnxModel,
     _: &slice_opt::formats::onnx::OnnxModel,
+    _: &[(String, usize)],
 ) -> Result<String, Error> {
     Err(Error::Usage(
         "--verify needs slice-opt built with the `verify` feature (tract-onnx)".into(),
@@ -347,14 +423,7 @@ fn verify(
 }
 
 fn summary(input: &Path, output: &Path, o: &Outcome, verbose: bool) -> String {
-    let mut s = format!(
-        "{} -> {}  ({:.2}s, {} -> {} bytes)",
-        input.display(),
-        output.display(),
-        o.seconds,
-        o.bytes_in,
-        o.bytes_out
-    );
+    let mut s = format!("{} -> {}", input.display(), output.display());
     for p in &o.report.passes {
         s.push_str(&format!(
             "\n  {:8} {} change(s), {} skipped  {:.3}s",
@@ -363,6 +432,12 @@ fn summary(input: &Path, output: &Path, o: &Outcome, verbose: bool) -> String {
             p.skipped.len(),
             p.seconds
         ));
+        for c in &p.warnings {
+            s.push_str(&format!(
+                "\n      warning {} ({}): {}",
+                c.node, c.op, c.what
+            ));
+        }
         if verbose {
             for c in &p.changes {
                 let arrow = match (&c.before, &c.after) {
@@ -383,6 +458,10 @@ fn summary(input: &Path, output: &Path, o: &Outcome, verbose: bool) -> String {
     if let Some(v) = &o.verification {
         s.push_str(&format!("\n  verify   {v}"));
     }
+    if let Some(t) = &o.report.summary {
+        s.push('\n');
+        s.push_str(&t.table());
+    }
     s
 }
 
@@ -398,7 +477,21 @@ fn run_transform(cli: &Cli) -> Result<ExitCode, Error> {
     };
     let passes = PassKind::parse_list(&cli.passes)?;
     if input.is_dir() {
+        // A directory named like a model is a mistake (or a trap), not a batch of models:
+        // do not answer it by creating an output directory.
+        if is_model(input) || is_model(output) {
+            return Err(Error::Refused {
+                path: input.clone(),
+                message: format!(
+                    "is a directory, not a model file (directory mode needs a directory input and a directory -o, not {})",
+                    output.display()
+                ),
+            });
+        }
         return run_directory(cli, &passes, input, output);
+    }
+    if let Some(report) = &cli.report {
+        check_report_path(report, input, output)?;
     }
     let outcome = transform_one(cli, &passes, input, output)?;
     if let Some(path) = &cli.report {
@@ -408,6 +501,22 @@ fn run_transform(cli: &Cli) -> Result<ExitCode, Error> {
         eprintln!("{}", summary(input, output, &outcome, cli.verbose));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The `--report` file must not be the input or the output model.
+fn check_report_path(report: &Path, input: &Path, output: &Path) -> Result<(), Error> {
+    use slice_opt::formats::output::OutputPlan;
+    let mut plan = OutputPlan::new();
+    plan.input(input)
+        .model(output, Some(input))
+        .model(report, None);
+    match plan.check() {
+        // The model output's own problems are reported when it is written.
+        Err(Error::Refused { path, message }) if path == report => {
+            Err(Error::Refused { path, message })
+        }
+        _ => Ok(()),
+    }
 }
 
 fn run_directory(
@@ -459,10 +568,10 @@ fn run_directory(
                         .as_deref()
                         .map(|v| format!(", {v}"))
                         .unwrap_or_default();
+                    let seconds = o.report.summary.as_ref().map_or(0.0, |s| s.seconds);
                     eprintln!(
-                        "ok    {}  {changes} change(s), {:.2}s{v}",
+                        "ok    {}  {changes} change(s), {seconds:.2}s{v}",
                         m.display(),
-                        o.seconds
                     );
                 }
             }
@@ -480,6 +589,18 @@ fn run_directory(
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Parses `name=size` (`--bind`).
+fn parse_bind(s: &str) -> Result<(String, usize), String> {
+    let (name, size) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not NAME=SIZE"))?;
+    let size = size
+        .trim()
+        .parse::<usize>()
+        .map_err(|_| format!("'{size}' in '{s}' is not a size"))?;
+    Ok((name.trim().to_string(), size))
 }
 
 /// Parses `123`, `16K`, `16M`, `1G` (powers of 1024).

@@ -15,119 +15,10 @@
 
 use std::time::Instant;
 
-use serde::Serialize;
-
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::formats::Model;
 
-/// One pass over the IR.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PassKind {
-    /// Shape inference of every Slice/StridedSlice output.
-    Infer,
-    /// Constant folding of slices and the shape arithmetic feeding them.
-    Fold,
-    /// Removal of nodes and constants nothing uses.
-    Cleanup,
-    /// StridedSlice to Slice (+ Reshape).
-    Lower,
-    /// Slice (+ Reshape/Squeeze/Unsqueeze of size-1 axes) to StridedSlice.
-    Raise,
-}
-
-impl PassKind {
-    /// Every pass, by name.
-    pub const ALL: &'static [PassKind] = &[
-        PassKind::Infer,
-        PassKind::Fold,
-        PassKind::Cleanup,
-        PassKind::Lower,
-        PassKind::Raise,
-    ];
-
-    /// The pass's name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            PassKind::Infer => "infer",
-            PassKind::Fold => "fold",
-            PassKind::Cleanup => "cleanup",
-            PassKind::Lower => "lower",
-            PassKind::Raise => "raise",
-        }
-    }
-
-    /// Parses a comma-separated pass list (`none` = no pass).
-    pub fn parse_list(list: &str) -> Result<Vec<PassKind>> {
-        let list = list.trim();
-        if list.is_empty() || list == "none" {
-            return Ok(Vec::new());
-        }
-        list.split(',')
-            .map(|p| {
-                let p = p.trim();
-                PassKind::ALL
-                    .iter()
-                    .copied()
-                    .find(|k| k.name() == p)
-                    .ok_or_else(|| {
-                        let known: Vec<&str> = PassKind::ALL.iter().map(|k| k.name()).collect();
-                        Error::Usage(format!(
-                            "unknown pass '{p}' (known: {}, or none)",
-                            known.join(", ")
-                        ))
-                    })
-            })
-            .collect()
-    }
-}
-
-/// One change a pass made.
-#[derive(Debug, Clone, Serialize)]
-pub struct Change {
-    pub node: String,
-    pub op: String,
-    pub what: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub before: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub after: Option<String>,
-}
-
-impl Change {
-    /// A change (or a reason for skipping) with no before/after shapes.
-    pub fn note(node: impl Into<String>, op: impl Into<String>, what: impl Into<String>) -> Change {
-        Change {
-            node: node.into(),
-            op: op.into(),
-            what: what.into(),
-            before: None,
-            after: None,
-        }
-    }
-}
-
-/// What one pass did.
-#[derive(Debug, Clone, Serialize)]
-pub struct PassReport {
-    pub pass: PassKind,
-    pub changes: Vec<Change>,
-    /// Things the pass left alone, and why.
-    pub skipped: Vec<Change>,
-    pub seconds: f64,
-}
-
-/// What a pipeline run did.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Report {
-    pub passes: Vec<PassReport>,
-    /// Seconds spent loading the model, when the caller timed it (the command line does).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub load_seconds: Option<f64>,
-    /// Seconds spent saving the model, when the caller timed it (the command line does).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub save_seconds: Option<f64>,
-}
+pub use crate::report::{Change, PassKind, PassReport, Report};
 
 /// An ordered list of passes; [`Pipeline::new`] is the default `infer,fold,cleanup`.
 ///
@@ -212,6 +103,7 @@ impl Pipeline {
                 pass,
                 changes: Vec::new(),
                 skipped: Vec::new(),
+                warnings: Vec::new(),
                 seconds: 0.0,
             };
             match pass {

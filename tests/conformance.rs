@@ -4,12 +4,11 @@
 //! (`expected_ov`). Shape and indices must match; an expected error must be our typed error.
 //! Shape inference through `Dim` must agree with the concrete path on every valid case.
 //!
-//! A handful of cases are *known deviations*: the expected answer there is a runtime artefact
-//! that no consistent semantics reproduces (see `KNOWN` and the named tests below). Each is
-//! pinned: we must differ from `expected_*` there and equal the named alternative runtime, so a
-//! change in either direction fails.
+//! Data policy v2 (`/work/shared/conformance/README.md`): a StridedSlice case may carry
+//! `expected_ov_alt`, a second accepted OpenVINO answer (the CPU plugin vs its reference
+//! evaluation on a shrink entry with begin_mask, or a compile that succeeds only sometimes). There
+//! are no pins: every case must equal `expected_*` or, where present, `expected_ov_alt`.
 
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 
 use serde_json::Value;
@@ -58,7 +57,12 @@ fn answer(v: &Value) -> Answer {
     } else {
         Answer::Ok {
             shape: uints(&v["shape"]),
-            indices: uints(&v["indices"]),
+            // `null` = the data knows the shape alone (see `equals`).
+            indices: if v["indices"].is_null() {
+                Vec::new()
+            } else {
+                uints(&v["indices"])
+            },
         }
     }
 }
@@ -199,66 +203,6 @@ fn slice_ov8(c: &Value) -> Answer {
     run(plan, &dims, Clamp::Ov)
 }
 
-/// Known deviations: (oracle, case id, raw answer we equal instead, why).
-///
-/// `alt` is the raw runtime answer we equal instead (`tf`, `ov_ref`, `ov_cpu`), or `-` when no
-/// runtime gives our answer (we then follow OpenVINO's shape inference and spec).
-const KNOWN: &[(&str, &str, &str, &str)] = &[
-    // ONNX: ONNX Runtime, the ONNX reference evaluator and OpenVINO give three different answers;
-    // `expected_onnx` took ONNX Runtime's (the generator's tie-break: earliest runtime wins).
-    // ORT reads an INT_MAX end with a negative step as "to the beginning" in all 33 cases where
-    // ORT differs from OpenVINO; in the other 30 the ONNX reference evaluator sides with OpenVINO
-    // (= the spec's clamping, end -> dim - 1) and outvotes ORT. The only thing separating these 3
-    // is that the reference evaluator *also* mis-clamps here (another negative-step axis), i.e. a
-    // vote among two runtime bugs, not a property of the op: no rule in ORT's slice_helper.h
-    // distinguishes them from the 30. We follow the spec (= OpenVINO) consistently.
-    ("onnx", "sl-1-00118", "ov_cpu", ONNX_THREE_WAY),
-    ("onnx", "sl-1-00595", "ov_cpu", ONNX_THREE_WAY),
-    ("onnx", "sl-2-00420", "ov_cpu", ONNX_THREE_WAY),
-    ("ov_ss", "ss-1-00458", "-", SHAPE_OVERREAD),
-    ("ov_ss", "ss-1-00510", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-00748", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-00884", "tf", PLUGIN_SHRINK),
-    ("ov_ss", "ss-1-01116", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-01371", "-", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-01406", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-01557", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-01707", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-01869", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-01893", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-01939", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-1-02152", "tf", PLUGIN_SHRINK),
-    ("ov_ss", "ss-1-02494", "-", SHAPE_OVERREAD),
-    ("ov_ss", "ss-2-00244", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-2-00476", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-2-00739", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-2-00761", "tf", PLUGIN_VALUES),
-    ("ov_ss", "ss-3-00093", "tf", PLUGIN_VALUES),
-    ("ov_ss", "ss-3-00255", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-3-00281", "ov_ref", PLUGIN_VALUES),
-    ("ov_ss", "ss-3-00385", "tf", PLUGIN_VALUES),
-];
-
-const ONNX_THREE_WAY: &str =
-    "three-way split among ONNX runtimes; we follow the ONNX spec (= OpenVINO)";
-const SHAPE_OVERREAD: &str =
-    "OpenVINO's make_slice_plan executes an ellipsis+shrink entry as a shrink, \
-so its walk runs past the last input axis and checks a shrink index against memory beyond the \
-shape (undefined behaviour): the compiler failed here, but the same walk passes where the slice \
-is removed earlier (empty or unchanged output, e.g. ss-2-00499, ss-2-00026). We do not model \
-reading past the shape: no check";
-const PLUGIN_VALUES: &str =
-    "OpenVINO's CPU plugin returns shape inference's shape but other elements: its executor \
-(StridedSliceCommonExecutor::dimsNormalization) takes element 0 for a shrink entry with begin_mask \
-(the reference evaluation and TensorFlow take `begin`), casts begin/end to int32, and on some \
-cases its dim gluing reads other elements (partly uninitialised). `expected_ov` is the plugin's \
-answer only where TensorFlow and the reference evaluation do not agree with each other (in 14 \
-other cases with the same shrink+begin_mask pattern it is theirs): a vote, not one runtime's rule. \
-We follow the reference evaluation / TensorFlow (`begin`), as OpenVINO's spec says";
-const PLUGIN_SHRINK: &str =
-    "OpenVINO's CPU plugin accepts a shrink index that is out of range under shape inference's \
-decoding; we report the error, as TensorFlow does";
-
 fn short(a: &Answer) -> String {
     match a {
         Answer::Error => "error".into(),
@@ -272,46 +216,43 @@ fn short(a: &Answer) -> String {
     }
 }
 
-fn check(oracle: &str, file: &str, key: &str, ours: fn(&Value) -> Answer) {
+/// Does our answer equal a runtime's expected answer? An expected answer with `indices: null`
+/// (the data's "shape alone") checks the shape only.
+fn equals(got: &Answer, want: &Value) -> bool {
+    if want.get("error").is_none() && want["indices"].is_null() {
+        return matches!(got, Answer::Ok { shape, .. } if *shape == uints(&want["shape"]));
+    }
+    *got == answer(want)
+}
+
+/// Every case of `file` against `key`, or against `expected_ov_alt` where the case has one (either
+/// answer is accepted, policy v2). No pins: every case must match. Returns how many cases took
+/// the alternative.
+fn check(oracle: &str, file: &str, key: &str, ours: fn(&Value) -> Answer) -> usize {
     let cases = load(file);
-    let known: HashMap<&str, (&str, &str)> = KNOWN
-        .iter()
-        .filter(|k| k.0 == oracle)
-        .map(|k| (k.1, (k.2, k.3)))
-        .collect();
-    let (mut pass, mut deviations, mut failures) = (0usize, 0usize, Vec::new());
+    let (mut pass, mut alt, mut failures) = (0usize, 0usize, Vec::new());
     for c in &cases {
         let id = c["id"].as_str().expect("id");
         let got = ours(c);
-        let want = answer(&c[key]);
-        match known.get(id) {
-            Some((alt, _)) => {
-                let alt = if *alt == "-" {
-                    got.clone()
-                } else {
-                    answer(&c[*alt])
-                };
-                if got != want && got == alt {
-                    deviations += 1;
-                } else {
-                    failures.push(format!(
-                        "{id} (known deviation no longer holds): ours {} / expected {} / alt {}",
-                        short(&got),
-                        short(&want),
-                        short(&alt)
-                    ));
-                }
-            }
-            None if got == want => pass += 1,
-            None => failures.push(format!(
-                "{id}: ours {} / expected {}",
+        let alt_v = c
+            .get("expected_ov_alt")
+            .filter(|v| !v.is_null() && key == "expected_ov");
+        if equals(&got, &c[key]) {
+            pass += 1;
+        } else if alt_v.is_some_and(|v| equals(&got, v)) {
+            pass += 1;
+            alt += 1;
+        } else {
+            failures.push(format!(
+                "{id}: ours {} / expected {}{}",
                 short(&got),
-                short(&want)
-            )),
+                short(&answer(&c[key])),
+                alt_v.map_or(String::new(), |v| format!(" / alt {}", short(&answer(v))))
+            ));
         }
     }
     println!(
-        "{oracle} {pass}/{} ({deviations} known deviations)",
+        "{oracle} {pass}/{} ({alt} equal to expected_ov_alt)",
         cases.len()
     );
     if std::env::var_os("CONFORMANCE_ALL").is_some() {
@@ -330,6 +271,7 @@ fn check(oracle: &str, file: &str, key: &str, ours: fn(&Value) -> Answer) {
             .collect::<Vec<_>>()
             .join("\n")
     );
+    alt
 }
 
 #[test]
@@ -404,26 +346,43 @@ fn ov_compiler_checks_ellipsis_shrink_entry_as_a_shrink() {
     assert_eq!(strided_tf(&c), answer(&c["tf"]));
 }
 
-/// A shrink entry with begin_mask and stride -1 (`begin = -1` on a dim of 2): OpenVINO's CPU
-/// plugin takes element 0, its reference evaluation takes element 1 (= -1 + 2), as the spec says
-/// a shrink keeps `begin` (masks are not applied to shrink entries by shape inference either).
-/// We follow the reference evaluation.
+/// The shrink + begin_mask choice. On a spec entry with both a shrink bit and a begin_mask bit,
+/// OpenVINO's CPU plugin keeps element 0 (begin_mask wins) and its reference evaluation (= its
+/// constant folding) keeps `begin[i]`, as TensorFlow does; the data accepts either
+/// (`expected_ov` = plugin, `expected_ov_alt` = reference). We keep `begin[i]`: it is the only
+/// one rule that matches every case, because in 7 cases of this pattern the plugin's answer is
+/// broken (not a lattice of input elements) and `expected_ov` is the reference's `begin[i]` with
+/// no alternative (e.g. ss-1-01869 below). Here (`begin = -1` on a dim of 2, stride -1): plugin
+/// element 0, reference element 1; we give `expected_ov_alt`.
 #[test]
-fn ov_plugin_and_reference_disagree_on_shrink_with_negative_stride() {
+fn ov_shrink_with_begin_mask_keeps_begin() {
     let c = case("strided_slice.jsonl.gz", "ss-1-00510");
     assert_ne!(answer(&c["ov_cpu"]), answer(&c["ov_ref"]));
+    assert_eq!(answer(&c["expected_ov"]), answer(&c["ov_cpu"]));
+    assert_eq!(answer(&c["expected_ov_alt"]), answer(&c["ov_ref"]));
+    assert_eq!(strided_ov(&c), answer(&c["expected_ov_alt"]));
+    // A case of the same pattern where the plugin is broken: only `begin[i]` is accepted.
+    let c = case("strided_slice.jsonl.gz", "ss-1-01869");
+    assert!(c.get("expected_ov_alt").is_none_or(Value::is_null));
+    assert_eq!(c["ov_cpu_sane"], Value::Bool(false));
+    assert_eq!(strided_ov(&c), answer(&c["expected_ov"]));
     assert_eq!(strided_ov(&c), answer(&c["ov_ref"]));
 }
 
-/// OpenVINO's CPU plugin accepts a StridedSlice whose shrink index is out of range under shape
-/// inference's decoding (it decodes the entries with another priority). We report the error, as
-/// TensorFlow does: a shrink index outside `[-dim, dim)` is invalid.
+/// OpenVINO StridedSlice-1 does not check a shrink index where its shape inference decodes it
+/// (only where its compiler's `make_slice_plan` executes a shrink): here entry 2 shrinks an axis
+/// of size 1 with `begin = -2`, and the plugin compiles and runs. As OpenVINO's spec says of
+/// `begin`, out-of-bounds values are clamped: we keep element 0 and give the plugin's result.
+/// TensorFlow refuses the same slice.
 #[test]
-fn ov_plugin_accepts_out_of_range_shrink() {
-    let c = case("strided_slice.jsonl.gz", "ss-1-00884");
-    assert_ne!(answer(&c["expected_ov"]), Answer::Error);
-    assert_eq!(strided_ov(&c), Answer::Error);
-    assert_eq!(answer(&c["tf"]), Answer::Error);
+fn ov_plugin_clamps_out_of_range_shrink() {
+    for id in ["ss-1-00884", "ss-1-02152"] {
+        let c = case("strided_slice.jsonl.gz", id);
+        assert_ne!(answer(&c["expected_ov"]), Answer::Error);
+        assert_eq!(strided_ov(&c), answer(&c["expected_ov"]));
+        assert_eq!(answer(&c["tf"]), Answer::Error);
+        assert_eq!(strided_tf(&c), Answer::Error);
+    }
 }
 
 /// OpenVINO's reference evaluation (used by its constant folding) returns values that are not
@@ -487,14 +446,18 @@ fn onnx_reference_misclamps_negative_step() {
     assert_eq!(slice_onnx(&c), answer(&c["expected_onnx"]));
 }
 
-/// Three-way split (ORT's INT_MAX reading, the reference's mis-clamp, OpenVINO = spec):
-/// `expected_onnx` took ONNX Runtime's answer here; we follow the spec (= OpenVINO), consistently
-/// with the 30 cases where ORT's reading is outvoted. Listed in `KNOWN`.
+/// Three-way split (ORT's INT_MAX reading, the reference's mis-clamp, OpenVINO = spec): policy
+/// v2 takes the answer that follows the ONNX spec's clamping, OpenVINO's, as we do.
 #[test]
 fn onnx_three_way_split_follows_the_spec() {
+    for id in ["sl-1-00118", "sl-1-00595", "sl-2-00420"] {
+        let c = case("slice.jsonl.gz", id);
+        assert_ne!(answer(&c["ort"]), answer(&c["onnx_ref"]));
+        assert_ne!(answer(&c["ort"]), answer(&c["ov_cpu"]));
+        assert_eq!(answer(&c["expected_onnx"]), answer(&c["ov_cpu"]));
+        assert_eq!(slice_onnx(&c), answer(&c["expected_onnx"]));
+    }
     let c = case("slice.jsonl.gz", "sl-1-00118");
-    assert_eq!(slice_onnx(&c), answer(&c["ov_cpu"]));
-    assert_ne!(slice_onnx(&c), answer(&c["expected_onnx"]));
     assert_eq!(
         slice_onnx(&c),
         Answer::Ok {

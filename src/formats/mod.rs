@@ -2,9 +2,10 @@
 
 pub mod onnx;
 pub mod openvino;
+pub mod output;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::ir::Graph;
@@ -51,7 +52,10 @@ impl Model {
     }
 
     /// Saves the model to `path` (for IR, `path` is the `.xml`; the `.bin` goes beside it).
-    /// Writing is atomic: on failure nothing at `path` changes.
+    /// Every file the save writes is checked first ([`output::OutputPlan`]: an input, a
+    /// device, a FIFO, the same file twice or an unrelated existing data file is refused with
+    /// [`Error::Refused`]), then written to a temporary name; all are renamed into place at
+    /// the end: on failure no file changes and none is added.
     pub fn save(&self, path: &Path) -> Result<()> {
         match self {
             Model::Onnx(m) => m.save(path),
@@ -116,7 +120,7 @@ pub fn detect_format(path: &Path) -> Result<Format> {
     let mut head = [0u8; 64];
     let n = {
         use std::io::Read;
-        let mut f = std::fs::File::open(path).map_err(|source| Error::Io {
+        let mut f = open_regular(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
         })?;
@@ -151,20 +155,81 @@ pub fn write_atomic(path: &Path, parts: &[&[u8]]) -> Result<()> {
     })
 }
 
-/// Like [`write_atomic`], with the contents written by `write` to the temporary file.
+/// Like [`write_atomic`], with the contents written by `write` to the temporary file. The
+/// temporary file is registered for removal on a signal (see [`output`]).
 pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&std::fs::File) -> std::io::Result<()>,
 ) -> Result<()> {
-    let io = |source| Error::Io {
+    let tmp = output::Staged::new(path)?;
+    // On an error the temporary file is dropped, which deletes it.
+    write(tmp.as_file()).map_err(|source| Error::Io {
         path: path.to_path_buf(),
         source,
+    })?;
+    tmp.persist()
+}
+
+/// Opens `path` for reading only when it is a regular file: a FIFO is opened without blocking
+/// (`O_NONBLOCK`) and refused, as are devices, sockets and directories, so reading a model never
+/// hangs on a FIFO or reads a device.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut o = std::fs::OpenOptions::new();
+    o.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.custom_flags(libc::O_NONBLOCK);
+    }
+    let f = o.open(path)?;
+    let meta = f.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("is {}, not a regular file", output::kind_of(&meta)),
+        ));
+    }
+    Ok(f)
+}
+
+/// Resolves `path` (links, `..`) and checks that it is a regular file inside `dir` (also after
+/// resolving), or inside `alt_dir` when given (the directory of the model after resolving its
+/// own links: a model in a cache of linked blobs). Returns the resolved path, or the reason.
+pub fn resolve_inside(
+    path: &Path,
+    dir: &Path,
+    alt_dir: Option<&Path>,
+) -> std::result::Result<PathBuf, String> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
     };
-    let tmp = temp_beside(path)?;
-    // On an error the temporary file is dropped, which deletes it.
-    write(tmp.as_file()).map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let inside = |d: &Path| std::fs::canonicalize(d).is_ok_and(|d| real.starts_with(d));
+    if !inside(dir) && !alt_dir.is_some_and(inside) {
+        return Err(format!(
+            "{} resolves outside the model's directory (to {}): refusing to read it",
+            path.display(),
+            real.display()
+        ));
+    }
+    let meta = std::fs::metadata(&real).map_err(|e| format!("{}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!(
+            "{} is {}, not a regular file: refusing to read it",
+            path.display(),
+            output::kind_of(&meta)
+        ));
+    }
+    Ok(real)
+}
+
+/// The directory of the model at `path` after resolving its links, when it differs from the
+/// directory as named (see [`resolve_inside`]).
+pub fn resolved_model_dir(path: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(path).ok()?;
+    real.parent().map(Path::to_path_buf)
 }
 
 /// A new temporary file in the directory of `path` (to be renamed over it once complete; it
@@ -212,7 +277,7 @@ pub fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
 /// Copies the file `from` to `to` atomically, file to file (`copy_file_range` on Linux: the
 /// data does not pass through this process's memory).
 pub fn copy_atomic(from: &Path, to: &Path) -> Result<()> {
-    let mut src = std::fs::File::open(from).map_err(|source| Error::Io {
+    let mut src = open_regular(from).map_err(|source| Error::Io {
         path: from.to_path_buf(),
         source,
     })?;

@@ -10,7 +10,7 @@ use petgraph::Direction;
 use crate::error::Result;
 use crate::formats::Model;
 use crate::ir::NodeKind;
-use crate::pipeline::{Change, PassReport};
+use crate::report::{Change, PassReport};
 
 /// Removes every node no output depends on.
 pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {

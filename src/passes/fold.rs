@@ -13,8 +13,9 @@ use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::{DType, DeclaredDim, Graph, Node, NodeKind, Tensor, Value, ValueType};
 use crate::passes::eval::{self, EvalError};
+use crate::passes::rewrite;
 use crate::passes::slice_node::{self, DecodeError};
-use crate::pipeline::{Change, PassReport};
+use crate::report::{Change, PassReport};
 
 /// Default cap on the size of one produced constant: 16 MiB.
 pub const DEFAULT_FOLD_LIMIT: u64 = 16 << 20;
@@ -228,7 +229,101 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
                 .ok_or_else(|| NoFold::Skip("Convert without a known destination_type".into()))?;
             Ok(eval::cast(data, to, limit)?)
         }
+        "Add" | "Sub" | "Mul" | "Div" if onnx_domain => {
+            let op = match n.op_type.as_str() {
+                "Add" => eval::Arith::Add,
+                "Sub" => eval::Arith::Sub,
+                "Mul" => eval::Arith::Mul,
+                _ => eval::Arith::DivTrunc,
+            };
+            binary(graph, ix, op, limit)
+        }
+        "Add" | "Subtract" | "Multiply" | "Divide" if ov => {
+            if n.attr_str("auto_broadcast")
+                .is_some_and(|b| !matches!(b.to_ascii_lowercase().as_str(), "numpy" | "none"))
+            {
+                return Err(NoFold::Skip("only numpy broadcasting is folded".into()));
+            }
+            let op = match n.op_type.as_str() {
+                "Add" => eval::Arith::Add,
+                "Subtract" => eval::Arith::Sub,
+                "Multiply" => eval::Arith::Mul,
+                _ if ov_bool_default(n, "m_pythondiv", true) => eval::Arith::DivFloor,
+                _ => eval::Arith::DivTrunc,
+            };
+            binary(graph, ix, op, limit)
+        }
+        "Range" if onnx_domain => {
+            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+            match c.as_slice() {
+                [Some(s), Some(e), Some(d)] => Ok(eval::range(s, e, d, limit)?),
+                _ => Err(NoFold::Silent),
+            }
+        }
+        "ConstantOfShape" if onnx_domain => {
+            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+            let shape = ints(c.first().copied().flatten())?;
+            let zero = Tensor {
+                dtype: DType::F32,
+                shape: vec![1],
+                data: crate::ir::TensorData::Raw(bytes::Bytes::from(vec![0u8; 4])),
+            };
+            let value = match n.attr("value") {
+                Some(crate::ir::Attr::Tensor(t)) => t.clone(),
+                None => zero,
+                Some(_) => onnx_tensor_attr(model, ix, "value").ok_or_else(|| {
+                    NoFold::Skip("ConstantOfShape value is not a readable tensor".into())
+                })?,
+            };
+            Ok(eval::fill(&shape, &value, limit)?)
+        }
         _ => Err(NoFold::Silent),
+    }
+}
+
+/// A tensor attribute of an ONNX node as loaded (the IR keeps tensor attributes only in the
+/// node's original record).
+fn onnx_tensor_attr(model: &Model, ix: NodeIndex, name: &str) -> Option<Tensor> {
+    let Model::Onnx(onnx) = model else {
+        return None;
+    };
+    let crate::ir::Origin::OnnxNode(i) = model.graph().node(ix).origin else {
+        return None;
+    };
+    let a = onnx
+        .proto
+        .graph
+        .as_ref()?
+        .node
+        .get(i)?
+        .attribute
+        .iter()
+        .find(|a| a.name() == name)?;
+    let dir = model.path().parent().unwrap_or(std::path::Path::new("."));
+    let mut ext = crate::formats::onnx::ExternalFiles::new(dir);
+    crate::formats::onnx::tensor_from_proto(a.t.as_deref()?, &mut ext).ok()
+}
+
+/// An element-wise integer operation of two constant inputs.
+fn binary(
+    graph: &Graph,
+    ix: NodeIndex,
+    op: eval::Arith,
+    limit: u64,
+) -> std::result::Result<Tensor, NoFold> {
+    let c = consts(graph, ix).ok_or(NoFold::Silent)?;
+    match c.as_slice() {
+        [Some(a), Some(b)] if a.dtype.is_index_type() => Ok(eval::arith(a, b, op, limit)?),
+        // Float arithmetic is not shape arithmetic: left to the runtime.
+        _ => Err(NoFold::Silent),
+    }
+}
+
+/// An OpenVINO boolean attribute, `default` when absent.
+fn ov_bool_default(n: &crate::ir::Node, name: &str, default: bool) -> bool {
+    match n.attr_str(name).map(|s| s.trim().to_ascii_lowercase()) {
+        Some(v) => matches!(v.as_str(), "true" | "1"),
+        None => default,
     }
 }
 
@@ -292,12 +387,19 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
     // when they share constant parameters); until then they have no consumers, and the walk
     // skips them.
     let mut folded = crate::ir::FastSet::default();
+    let opset = model.onnx_opset();
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
             continue;
         }
         match evaluate(model, ix, limit) {
             Ok(t) => {
+                let graph = model.graph();
+                if let Some(w) = slice_node::classify(graph, ix, format, opset)
+                    .and_then(|op| rewrite::ov_shrink_begin_mask_warning(graph, ix, op))
+                {
+                    report.warnings.push(w);
+                }
                 let n = model.graph().node(ix);
                 let change = Change {
                     node: n.name.clone(),

@@ -21,7 +21,7 @@ use crate::ir::{Attr, DType, DeclaredDim, Graph, OutletId, ValueType};
 use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
 use crate::passes::slice_node::{self, SliceOp};
-use crate::pipeline::{Change, PassReport};
+use crate::report::{Change, PassReport};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, ResolvedAxis, SlicePlan};
 use petgraph::stable_graph::NodeIndex;
 
@@ -324,14 +324,18 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
             (n.name.clone(), n.op_type.clone())
         };
         let before = graph.node(ix).outputs.first().map(|v| v.name.clone());
+        let warning = rewrite::ov_shrink_begin_mask_warning(graph, ix, op);
         match lower_node(graph, ix, op, format, opset) {
-            Ok(what) => report.changes.push(Change {
-                node: name,
-                op: op_type,
-                what,
-                before,
-                after: None,
-            }),
+            Ok(what) => {
+                report.warnings.extend(warning);
+                report.changes.push(Change {
+                    node: name,
+                    op: op_type,
+                    what,
+                    before,
+                    after: None,
+                });
+            }
             Err(why) => report.skipped.push(Change::note(name, op_type, why)),
         }
     }
@@ -719,6 +723,11 @@ fn lower_node(
             let last = rewrite::take_over(graph, ix, last);
             if sliced.is_empty() && parts.len() == 1 {
                 graph.lowered_shaping.insert(last);
+                let base = format!("{}{}", graph.node(last).name, rewrite::LOWERED_MARK);
+                let marked = graph.unique_name(&base);
+                let n = graph.node_mut(last);
+                n.name = marked;
+                n.dirty = true;
             }
             let fallback = if matches!(shaping, Shaping::SqueezeUnsqueeze(..)) {
                 ": a Reshape cannot express the new/removed axes (dims unknown), Squeeze/Unsqueeze used"

@@ -18,7 +18,7 @@ use crate::ir::{Attr, Graph, NodeKind, OutletId};
 use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
 use crate::passes::slice_node::{self, SliceOp};
-use crate::pipeline::{Change, PassReport};
+use crate::report::{Change, PassReport};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, Flavour, ResolvedAxis, StridedSliceSpec};
 
 /// The ONNX custom domain of TensorFlow-style StridedSlice nodes.
@@ -42,7 +42,8 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
             let n = graph.node(ix);
             (n.name.clone(), n.op_type.clone())
         };
-        let outcome = if graph.lowered_shaping.remove(&ix) {
+        let marked = name.contains(rewrite::LOWERED_MARK);
+        let outcome = if graph.lowered_shaping.remove(&ix) || marked {
             raise_lone_shaping(graph, ix, format)
         } else {
             let Some(op) = slice_node::classify(graph, ix, format, opset) else {

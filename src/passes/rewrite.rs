@@ -211,6 +211,12 @@ impl<'a> Builder<'a> {
     }
 }
 
+/// The marker `lower` puts in the name of a lone Reshape/Squeeze/Unsqueeze it makes of an
+/// axis-only StridedSlice, so that `raise` turns it back into one StridedSlice in a later,
+/// separate run too (a node name survives saving in both formats; a reshaping node without the
+/// marker is never raised on its own).
+pub const LOWERED_MARK: &str = "/slice_opt_lowered";
+
 /// Moves the consumers of `old`'s output 0 to `new`'s output 0 and removes `old`; returns the
 /// index the new node ends up at (`old`'s, see [`Graph::replace_node`]: `new` is gone).
 pub fn take_over(graph: &mut Graph, old: NodeIndex, new: NodeIndex) -> NodeIndex {
@@ -266,4 +272,29 @@ pub fn ov_list(v: &[i64]) -> Attr {
             .collect::<Vec<_>>()
             .join(","),
     )
+}
+
+/// The shrink + begin_mask warning for an OpenVINO StridedSlice-1 node, when it has such an
+/// entry (see [`semantics::decode::ov_shrink_begin_mask_entries`]): OpenVINO's CPU plugin and
+/// its constant folding compute different results there, and slice-opt follows its constant
+/// folding (`begin[i]`) in every pass.
+pub fn ov_shrink_begin_mask_warning(
+    graph: &Graph,
+    node: NodeIndex,
+    op: slice_node::SliceOp,
+) -> Option<crate::report::Change> {
+    if op != slice_node::SliceOp::OvStridedSlice {
+        return None;
+    }
+    let (spec, _) = slice_node::strided_slice_spec(graph, node, op).ok()?;
+    let entries = semantics::decode::ov_shrink_begin_mask_entries(&spec);
+    if entries.is_empty() {
+        return None;
+    }
+    let n = graph.node(node);
+    Some(crate::report::Change::note(
+        n.name.clone(),
+        n.op_type.clone(),
+        semantics::decode::ov_shrink_begin_mask_warning(&entries),
+    ))
 }

@@ -277,6 +277,22 @@ fn strided_slice_spec_with(
                     get("new_axis_mask")?,
                     get("shrink_axis_mask")?,
                 );
+                // OpenVINO refuses any mask element other than 0 or 1 ("All masks of
+                // StridedSlice must have be 0 or 1", op/strided_slice.cpp).
+                for (name, m) in [
+                    ("begin_mask", &b),
+                    ("end_mask", &e),
+                    ("ellipsis_mask", &el),
+                    ("new_axis_mask", &na),
+                    ("shrink_axis_mask", &sh),
+                ] {
+                    if let Some(v) = m.iter().find(|v| !matches!(v, 0 | 1)) {
+                        return Err(DecodeError::Malformed(format!(
+                            "attribute {name} has the value {v}; OpenVINO requires every mask \
+                             element to be 0 or 1"
+                        )));
+                    }
+                }
                 let masks = OvMasks {
                     begin: &b,
                     end: &e,
@@ -321,13 +337,29 @@ pub fn to_dim(d: &DeclaredDim) -> Dim {
         DeclaredDim::Known(v) => i64::try_from(*v)
             .map(Dim::known)
             .unwrap_or_else(|_| Dim::unknown()),
-        DeclaredDim::Param(p) => Dim::symbol(p),
+        // A dim_param is read as ONNX Runtime and tract read it: an expression over symbols
+        // (`min(N, 4)`, `floor((N + 1)/2)`), each symbol bounded by the dim limit; anything
+        // else is one opaque name.
+        DeclaredDim::Param(p) => Dim::parse(p, &semantics::dim::model_symbol)
+            .unwrap_or_else(|| semantics::dim::model_symbol(p)),
         DeclaredDim::Interval(lo, hi) => Dim::unknown_bounded(
             i64::try_from(*lo).unwrap_or(i64::MAX),
             hi.and_then(|h| i64::try_from(h).ok()),
         ),
         DeclaredDim::Unknown => Dim::unknown(),
     }
+}
+
+/// The symbol `name` of `d` (with its bounds), for parsing `d`'s own text back.
+fn symbol_like(d: &Dim, name: &str) -> Dim {
+    d.symbols()
+        .into_iter()
+        .find(|s| s.name() == name)
+        .map(|s| {
+            let (lo, hi) = s.bounds();
+            Dim::symbol_bounded(name, lo, hi)
+        })
+        .unwrap_or_else(|| Dim::symbol(name))
 }
 
 /// A semantics [`Dim`] as a declared dim: known values stay values; an expression over symbols
@@ -338,13 +370,15 @@ pub fn from_dim(d: &Dim, symbolic: bool) -> DeclaredDim {
             return DeclaredDim::Known(v);
         }
     }
-    if symbolic && !d.is_unknown() {
-        // Readers of ONNX (tract, ONNX Runtime) parse `dim_param` as an expression and can unify
-        // sums and divisions with concrete sizes, but not `min`/`max`: those stay in the report
-        // and in `check`, and the file gets an unnamed (unknown) dim instead.
-        let text = d.to_string();
-        if !text.contains("min(") && !text.contains("max(") {
-            return DeclaredDim::Param(text);
+    if symbolic {
+        // The expression in ONNX Runtime's syntax (`min(N, 4)`, `floor((N + 1)/2)`), which
+        // ONNX Runtime and tract both parse back.
+        // Written only when it reads back as the same expression (a constant beyond i64 would
+        // not).
+        if let Some(text) = d.to_onnx() {
+            if Dim::parse(&text, &|n: &str| symbol_like(d, n)).as_ref() == Some(d) {
+                return DeclaredDim::Param(text);
+            }
         }
     }
     match d.bounds() {

@@ -41,6 +41,9 @@ enum MinMax {
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 enum Atom {
+    /// Product of at least two sorted atoms (none a product), e.g. `N*M` (tract's `Mul`).
+    /// First in the order, so products print first, as sympy prints them.
+    Prod(Vec<Atom>),
     Sym(Symbol),
     /// floor(expr / d), d > 1.
     Div(Box<Lin>, i128),
@@ -84,7 +87,113 @@ fn iv_scale(a: Iv, k: i128) -> Iv {
     }
 }
 
+/// Product of two intervals (infinite ends handled by sign; an overflow widens to infinite).
+fn iv_mul(a: Iv, b: Iv) -> Iv {
+    // Ends as extended integers: None below is -inf for lo and +inf for hi.
+    #[derive(Clone, Copy)]
+    enum E {
+        NegInf,
+        V(i128),
+        PosInf,
+    }
+    let lo = |v: Option<i128>| v.map_or(E::NegInf, E::V);
+    let hi = |v: Option<i128>| v.map_or(E::PosInf, E::V);
+    let sign = |e: E| match e {
+        E::NegInf => -1,
+        E::PosInf => 1,
+        E::V(v) => v.signum() as i32,
+    };
+    let mul = |x: E, y: E| -> Option<E> {
+        match (x, y) {
+            (E::V(p), E::V(q)) => p.checked_mul(q).map(E::V),
+            _ => match sign(x) * sign(y) {
+                0 => Some(E::V(0)),
+                s if s > 0 => Some(E::PosInf),
+                _ => Some(E::NegInf),
+            },
+        }
+    };
+    let corners = [
+        mul(lo(a.lo), lo(b.lo)),
+        mul(lo(a.lo), hi(b.hi)),
+        mul(hi(a.hi), lo(b.lo)),
+        mul(hi(a.hi), hi(b.hi)),
+    ];
+    if corners.iter().any(Option::is_none) {
+        return Iv { lo: None, hi: None };
+    }
+    let key = |e: &E| match e {
+        E::NegInf => (0, 0),
+        E::V(v) => (1, *v),
+        E::PosInf => (2, 0),
+    };
+    let vals: Vec<E> = corners.into_iter().flatten().collect();
+    let min = vals.iter().min_by_key(|e| key(e)).copied();
+    let max = vals.iter().max_by_key(|e| key(e)).copied();
+    Iv {
+        lo: match min {
+            Some(E::V(v)) => Some(v),
+            _ => None,
+        },
+        hi: match max {
+            Some(E::V(v)) => Some(v),
+            _ => None,
+        },
+    }
+}
+
+/// Beyond this magnitude a bound is taken as infinite (see [`Dim::bounds`]).
+const HUGE: i128 = 1 << 62;
+
+/// The most terms a product of two sums may expand to before it is given up (unknown dim).
+const MAX_TERMS: usize = 64;
+
+fn atom_mul(a: &Atom, b: &Atom) -> Atom {
+    let mut v: Vec<Atom> = Vec::new();
+    for x in [a, b] {
+        match x {
+            Atom::Prod(inner) => v.extend(inner.iter().cloned()),
+            other => v.push(other.clone()),
+        }
+    }
+    v.sort();
+    Atom::Prod(v)
+}
+
 impl Lin {
+    /// Product of two normal forms, expanded (`None` on overflow or too many terms).
+    fn mul(&self, o: &Lin) -> Option<Lin> {
+        if let Some(k) = o.as_const() {
+            return self.scale(k);
+        }
+        if let Some(k) = self.as_const() {
+            return o.scale(k);
+        }
+        if self.terms.len().saturating_mul(o.terms.len()) > MAX_TERMS {
+            return None;
+        }
+        let mut acc = Lin::constant(self.c.checked_mul(o.c)?);
+        for (a, ka) in &self.terms {
+            acc = acc.add(&Lin {
+                terms: vec![(a.clone(), ka.checked_mul(o.c)?)],
+                c: 0,
+            })?;
+            for (b, kb) in &o.terms {
+                acc = acc.add(&Lin {
+                    terms: vec![(atom_mul(a, b), ka.checked_mul(*kb)?)],
+                    c: 0,
+                })?;
+            }
+        }
+        for (b, kb) in &o.terms {
+            acc = acc.add(&Lin {
+                terms: vec![(b.clone(), kb.checked_mul(self.c)?)],
+                c: 0,
+            })?;
+        }
+        Some(acc)
+    }
+
     fn constant(c: i128) -> Lin {
         Lin { terms: vec![], c }
     }
@@ -116,11 +225,28 @@ impl Lin {
     }
 
     fn eval(&self, b: &HashMap<String, i64>) -> Option<i128> {
+        self.eval_with(&|s: &str| b.get(s).map(|&v| v as i128))
+    }
+
+    fn eval_with(&self, b: &dyn Fn(&str) -> Option<i128>) -> Option<i128> {
         let mut acc = self.c;
         for (a, k) in &self.terms {
-            acc = acc.checked_add(a.eval(b)?.checked_mul(*k)?)?;
+            acc = acc.checked_add(a.eval_with(b)?.checked_mul(*k)?)?;
         }
         Some(acc)
+    }
+
+    /// Sum of two normal forms, without distributing min/max (for sign tests).
+    fn add_raw(&self, o: &Lin) -> Option<Lin> {
+        let mut m: BTreeMap<Atom, i128> = BTreeMap::new();
+        for (a, k) in self.terms.iter().chain(o.terms.iter()) {
+            let e = m.entry(a.clone()).or_insert(0);
+            *e = e.checked_add(*k)?;
+        }
+        Some(Lin {
+            terms: m.into_iter().filter(|(_, k)| *k != 0).collect(),
+            c: self.c.checked_add(o.c)?,
+        })
     }
 
     /// Sum of two normal forms (then re-normalized).
@@ -152,30 +278,78 @@ impl Lin {
         })
     }
 
-    /// `rest + k * ext(args)` with k = ±1 and `rest` free of min/max becomes `ext'(rest ± arg)`:
-    /// exact, and it makes `N - min(1, N)` print as `max(N - 1, 0)`.
+    /// `rest + k * ext(args)` with k = ±1 becomes `ext'(rest + k * arg, ...)`: exact, and it makes
+    /// `N - min(1, N)` print as `max(N - 1, 0)`. With several min/max terms the first one is
+    /// distributed and the others follow recursively (`min(N, C) - max(N - 4, 0)` becomes
+    /// `min(4, N, C - N + 4, C)` before domination prunes it), up to [`MAX_TERMS`] arguments.
     fn distribute(self) -> Option<Lin> {
-        let ext: Vec<usize> = (0..self.terms.len())
-            .filter(|&i| matches!(self.terms[i].0, Atom::Ext(..)))
-            .collect();
-        let [i] = ext.as_slice() else {
+        let Some(i) = self
+            .terms
+            .iter()
+            .position(|(a, k)| matches!(a, Atom::Ext(..)) && (*k == 1 || *k == -1))
+        else {
             return Some(self);
         };
-        let (atom, k) = &self.terms[*i];
-        let (Atom::Ext(kind, args), k @ (1 | -1)) = (atom, *k) else {
-            return Some(self);
-        };
-        if self.terms.len() == 1 && self.c == 0 && k == 1 {
+        if self.terms.len() == 1 && self.c == 0 && self.terms[0].1 == 1 {
             return Some(self);
         }
+        let (Atom::Ext(kind, args), k) = (&self.terms[i].0, self.terms[i].1) else {
+            return Some(self);
+        };
+        let exts = self
+            .terms
+            .iter()
+            .filter(|(a, _)| matches!(a, Atom::Ext(..)))
+            .count();
+        if exts > 3 || args.len() > MAX_TERMS / 4 {
+            return Some(self);
+        }
+        if DEPTH.with(|d| d.get()) >= MAX_DEPTH {
+            return Some(self);
+        }
+        let _guard = DepthGuard::enter();
         let mut rest = self.clone();
-        rest.terms.remove(*i);
+        rest.terms.remove(i);
         let kind = if k == 1 { *kind } else { kind.flip() };
         let mut new_args = Vec::with_capacity(args.len());
         for a in args {
             new_args.push(rest.add(&a.scale(k)?)?);
         }
+        if new_args.iter().map(Lin::width).sum::<usize>() > MAX_TERMS {
+            return Some(self);
+        }
         mk_ext(kind, new_args)
+    }
+
+    /// Number of min/max arguments at the top (1 for anything else).
+    fn width(&self) -> usize {
+        match self.single_atom() {
+            Some(Atom::Ext(_, a)) => a.len(),
+            _ => 1,
+        }
+    }
+}
+
+/// How deep distribution of min/max over sums may recurse (each level simplifies the arguments
+/// of the one above): deeper, the sum is kept as it is (still exact, only longer).
+const MAX_DEPTH: u32 = 6;
+
+thread_local! {
+    static DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+struct DepthGuard;
+
+impl DepthGuard {
+    fn enter() -> DepthGuard {
+        DEPTH.with(|d| d.set(d.get() + 1));
+        DepthGuard
+    }
+}
+
+impl Drop for DepthGuard {
+    fn drop(&mut self) {
+        DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
     }
 }
 
@@ -224,20 +398,172 @@ impl Atom {
                 };
                 Iv { lo, hi }
             }
+            Atom::Prod(atoms) => {
+                let mut acc = Iv {
+                    lo: Some(1),
+                    hi: Some(1),
+                };
+                for a in atoms {
+                    acc = iv_mul(acc, a.interval());
+                }
+                acc
+            }
         }
     }
 
-    fn eval(&self, b: &HashMap<String, i64>) -> Option<i128> {
+    fn eval_with(&self, b: &dyn Fn(&str) -> Option<i128>) -> Option<i128> {
         match self {
-            Atom::Sym(s) => b.get(s.name()).map(|&v| v as i128),
-            Atom::Div(e, d) => Some(e.eval(b)?.div_euclid(*d)),
-            Atom::Ext(kind, args) => {
-                let vals = args.iter().map(|a| a.eval(b)).collect::<Option<Vec<_>>>()?;
-                match kind {
-                    MinMax::Min => vals.into_iter().min(),
-                    MinMax::Max => vals.into_iter().max(),
+            Atom::Prod(atoms) => {
+                let mut acc: i128 = 1;
+                for a in atoms {
+                    acc = acc.checked_mul(a.eval_with(b)?)?;
                 }
+                Some(acc)
             }
+            Atom::Sym(s) => b(s.name()),
+            Atom::Div(e, d) => Some(e.eval_with(b)?.div_euclid(*d)),
+            Atom::Ext(kind, args) => {
+                let mut acc: Option<i128> = None;
+                for a in args {
+                    let v = a.eval_with(b)?;
+                    acc = Some(match (acc, kind) {
+                        (None, _) => v,
+                        (Some(x), MinMax::Min) => x.min(v),
+                        (Some(x), MinMax::Max) => x.max(v),
+                    });
+                }
+                acc
+            }
+        }
+    }
+}
+
+/// Value of `l` with the one symbol `name` bound to `v` (every other symbol: `None`).
+fn eval_at(l: &Lin, name: &str, v: i128) -> Option<i128> {
+    l.eval_with(&|s: &str| (s == name).then_some(v))
+}
+
+impl Lin {
+    fn collect_symbols(&self, out: &mut Vec<Symbol>) {
+        for (a, _) in &self.terms {
+            a.collect_symbols(out);
+        }
+    }
+
+    /// Adds to `pts` every point of `[lo, hi]` where the one-symbol expression `self` may change
+    /// slope (the crossings of min/max arguments, found on segments where both are linear), so
+    /// that between two consecutive points it is linear or a floor of a linear function, hence
+    /// monotone. Returns false when that cannot be guaranteed (a floor inside a min/max argument).
+    fn breakpoints(&self, name: &str, pts: &mut std::collections::BTreeSet<i128>) -> bool {
+        self.terms.iter().all(|(a, _)| match a {
+            Atom::Sym(_) => true,
+            Atom::Prod(_) => false,
+            Atom::Div(e, _) => e.breakpoints(name, pts),
+            Atom::Ext(_, args) => {
+                if args.iter().any(Lin::has_div) {
+                    return false;
+                }
+                if !args.iter().all(|x| x.breakpoints(name, pts)) {
+                    return false;
+                }
+                let seg: Vec<i128> = pts.iter().copied().collect();
+                for (i, x) in args.iter().enumerate() {
+                    for y in &args[i + 1..] {
+                        let Some(f) = x.add(&y.scale(-1).unwrap_or_else(|| Lin::constant(0)))
+                        else {
+                            return false;
+                        };
+                        for w in seg.windows(2) {
+                            let (p, q) = (w[0], w[1]);
+                            let (Some(fp), Some(fq)) = (eval_at(&f, name, p), eval_at(&f, name, q))
+                            else {
+                                return false;
+                            };
+                            if fp.signum() * fq.signum() >= 0 {
+                                continue;
+                            }
+                            // Linear on [p, q]: f(x) = fp + slope * (x - p), root between
+                            // p + t and p + t + 1.
+                            let Some(f1) = eval_at(&f, name, p + 1) else {
+                                return false;
+                            };
+                            let slope = f1 - fp;
+                            if slope == 0 {
+                                continue;
+                            }
+                            let t = (-fp).div_euclid(slope);
+                            let (a, b) = ((p + t).clamp(p, q), (p + t + 1).clamp(p, q));
+                            pts.insert(a);
+                            pts.insert(b);
+                        }
+                    }
+                }
+                true
+            }
+        })
+    }
+
+    fn has_div(&self) -> bool {
+        self.terms.iter().any(|(a, _)| match a {
+            Atom::Div(..) => true,
+            Atom::Ext(_, args) => args.iter().any(Lin::has_div),
+            Atom::Prod(v) => v.iter().any(|x| matches!(x, Atom::Div(..))),
+            Atom::Sym(_) => false,
+        })
+    }
+
+    /// Bounds of the expression: exact when it has a single symbol (the extremes of a piecewise
+    /// linear function lie at its breakpoints and ends), interval arithmetic otherwise.
+    fn tight(&self) -> Iv {
+        let base = self.interval();
+        let mut syms = Vec::new();
+        self.collect_symbols(&mut syms);
+        syms.sort();
+        syms.dedup();
+        let [s] = syms.as_slice() else {
+            return base;
+        };
+        let (lo, hi) = (s.lo as i128, s.hi.unwrap_or(i64::MAX) as i128);
+        let mut pts: std::collections::BTreeSet<i128> = [lo, hi].into();
+        if hi - lo <= 64 {
+            pts.extend(lo..=hi);
+        } else if !self.breakpoints(&s.name, &mut pts) {
+            return base;
+        }
+        let mut vals = Vec::with_capacity(pts.len());
+        for p in pts.range(lo..=hi) {
+            match eval_at(self, &s.name, *p) {
+                Some(v) => vals.push(v),
+                None => return base,
+            }
+        }
+        let (Some(&mn), Some(&mx)) = (vals.iter().min(), vals.iter().max()) else {
+            return base;
+        };
+        // An unbounded symbol stands for "any size": a value that grows with it is unbounded.
+        let huge = |v: i128| s.hi.is_none() && v.abs() >= HUGE;
+        let lo_v = if huge(mn) { None } else { Some(mn) };
+        let hi_v = if huge(mx) { None } else { Some(mx) };
+        Iv {
+            lo: match (base.lo, lo_v) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+            hi: match (base.hi, hi_v) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            },
+        }
+    }
+}
+
+impl Atom {
+    fn collect_symbols(&self, out: &mut Vec<Symbol>) {
+        match self {
+            Atom::Sym(s) => out.push(s.clone()),
+            Atom::Div(e, _) => e.collect_symbols(out),
+            Atom::Ext(_, args) => args.iter().for_each(|a| a.collect_symbols(out)),
+            Atom::Prod(v) => v.iter().for_each(|a| a.collect_symbols(out)),
         }
     }
 }
@@ -261,7 +587,7 @@ fn mk_ext(kind: MinMax, args: Vec<Lin>) -> Option<Lin> {
             if i == j || !keep[j] {
                 continue;
             }
-            let diff = flat[j].add(&flat[i].scale(-1)?)?.interval(); // b - a
+            let diff = flat[j].add_raw(&flat[i].scale(-1)?)?.tight(); // b - a
             let dominated = match kind {
                 MinMax::Min => diff.hi.is_some_and(|h| h <= 0),
                 MinMax::Max => diff.lo.is_some_and(|l| l >= 0),
@@ -395,7 +721,7 @@ impl Dim {
 
     fn iv(&self) -> Iv {
         match &self.0 {
-            Repr::Expr(l) => l.interval(),
+            Repr::Expr(l) => l.tight(),
             Repr::Unknown { lo, hi } => Iv {
                 lo: Some(*lo as i128),
                 hi: hi.map(|h| h as i128),
@@ -420,9 +746,18 @@ impl Dim {
     }
     /// Bounds `(lo, hi)` implied by the expression and its symbols' bounds; `None` is infinite
     /// (or beyond `i64`).
+    ///
+    /// For an expression over a symbol without an upper bound, a bound at or beyond `±2^62` is
+    /// reported infinite: it comes from that symbol standing for "any size" (whose interval
+    /// ends at `i64::MAX`).
     pub fn bounds(&self) -> (Option<i64>, Option<i64>) {
         let iv = self.iv();
-        (iv.lo.and_then(to_i64), iv.hi.and_then(to_i64))
+        let unbounded = self.symbols().iter().any(|s| s.hi.is_none());
+        let far = |v: i128| unbounded && v.abs() >= HUGE;
+        (
+            iv.lo.filter(|&v| !far(v)).and_then(to_i64),
+            iv.hi.filter(|&v| !far(v)).and_then(to_i64),
+        )
     }
     /// Value once every symbol is bound; `None` if a symbol is missing, the dim is unknown, or
     /// the value does not fit `i64`.
@@ -509,13 +844,233 @@ impl Dim {
     }
 }
 
+impl Dim {
+    /// `self * o`: a product of two expressions expands into a sum of products of atoms (`N*M`,
+    /// tract's `Mul`); exact. Too large an expansion gives an unknown dim with the bounds.
+    pub fn mul(&self, o: &Dim) -> Dim {
+        self.binop(o, |a, b| a.mul(b), iv_mul)
+    }
+    /// `self * k`.
+    pub fn mul_const(&self, k: i64) -> Dim {
+        self.mul(&Dim::known(k))
+    }
+    /// `-self`.
+    pub fn neg(&self) -> Dim {
+        Dim::known(0).sub(self)
+    }
+
+    /// The symbols the expression uses (sorted, each once).
+    pub fn symbols(&self) -> Vec<Symbol> {
+        let mut v = Vec::new();
+        if let Repr::Expr(l) = &self.0 {
+            l.collect_symbols(&mut v);
+        }
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// The expression in the syntax ONNX Runtime's symbolic shape inference writes in a
+    /// `dim_param` (`min(N, 4)`, `floor((N + 1)/2)`, `N*M`); `None` for an unknown dim.
+    pub fn to_onnx(&self) -> Option<String> {
+        match &self.0 {
+            Repr::Expr(l) => {
+                let mut s = String::new();
+                fmt_lin(l, &mut s, Style::Onnx).ok()?;
+                Some(s)
+            }
+            Repr::Unknown { .. } => None,
+        }
+    }
+
+    /// True when `self` and `o` are equal for every value of the symbols (within their bounds):
+    /// equal normal forms, or a difference whose bounds are exactly `[0, 0]`. False means "not
+    /// proven equal".
+    pub fn provably_equal(&self, o: &Dim) -> bool {
+        if self.is_unknown() || o.is_unknown() {
+            return false;
+        }
+        if self == o {
+            return true;
+        }
+        self.sub(o).bounds() == (Some(0), Some(0))
+    }
+
+    /// Parses an expression as [`Dim::to_onnx`] prints it (and as ONNX Runtime writes them:
+    /// `min`/`Min`, `max`/`Max`, `floor(E/k)`, `+ - *`, parentheses; any other `/` is refused,
+    /// since ONNX Runtime's division is rational).
+    /// Identifiers become symbols through `symbol` (which gives their bounds). `None` when the
+    /// text is not such an expression (the caller then takes it as one opaque name).
+    pub fn parse(text: &str, symbol: &dyn Fn(&str) -> Dim) -> Option<Dim> {
+        let mut p = Parser {
+            s: text.as_bytes(),
+            i: 0,
+            symbol,
+        };
+        let d = p.expr(0)?;
+        p.ws();
+        (p.i == p.s.len()).then_some(d)
+    }
+}
+
+/// The default upper limit assumed for symbolic dims read from a file (see [`dim_limit`]).
+pub const DEFAULT_DIM_LIMIT: i64 = i32::MAX as i64;
+
+static DIM_LIMIT: std::sync::atomic::AtomicI64 =
+    std::sync::atomic::AtomicI64::new(DEFAULT_DIM_LIMIT);
+
+/// The largest value assumed for a symbolic dim a model names (`dim_param`), or `None` for no
+/// limit. Default: `2^31 - 1` ([`DEFAULT_DIM_LIMIT`]), so that the `INT32_MAX` ends tf2onnx writes
+/// for "to the end" give the plain symbol (`min(N, 2147483647)` is `N`). Every result stays
+/// exact for dims up to the limit. Process-wide; set with [`set_dim_limit`].
+pub fn dim_limit() -> Option<i64> {
+    match DIM_LIMIT.load(std::sync::atomic::Ordering::Relaxed) {
+        v if v < 0 => None,
+        v => Some(v),
+    }
+}
+
+/// Sets the limit of [`dim_limit`] (`None`: dims may be as large as `i64::MAX`).
+pub fn set_dim_limit(limit: Option<i64>) {
+    DIM_LIMIT.store(
+        limit.map_or(-1, |v| v.max(0)),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// A symbol named by a model: bounds `[0, dim_limit()]`.
+pub fn model_symbol(name: &str) -> Dim {
+    Dim::symbol_bounded(name, 0, dim_limit())
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+    symbol: &'a dyn Fn(&str) -> Dim,
+}
+
+impl Parser<'_> {
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+    fn eat(&mut self, c: u8) -> bool {
+        self.ws();
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn expr(&mut self, depth: usize) -> Option<Dim> {
+        if depth > 64 {
+            return None;
+        }
+        let mut acc = self.term(depth)?;
+        loop {
+            if self.eat(b'+') {
+                acc = acc.add(&self.term(depth)?);
+            } else if self.eat(b'-') {
+                acc = acc.sub(&self.term(depth)?);
+            } else {
+                return Some(acc);
+            }
+        }
+    }
+    fn term(&mut self, depth: usize) -> Option<Dim> {
+        let mut acc = self.factor(depth)?;
+        loop {
+            if self.eat(b'*') {
+                acc = acc.mul(&self.factor(depth)?);
+            } else {
+                return Some(acc);
+            }
+        }
+    }
+    fn factor(&mut self, depth: usize) -> Option<Dim> {
+        self.ws();
+        let c = *self.s.get(self.i)?;
+        if c == b'-' {
+            self.i += 1;
+            return Some(self.factor(depth + 1)?.neg());
+        }
+        if c == b'(' {
+            self.i += 1;
+            let e = self.expr(depth + 1)?;
+            return self.eat(b')').then_some(e);
+        }
+        if c.is_ascii_digit() {
+            let st = self.i;
+            while self.i < self.s.len() && self.s[self.i].is_ascii_digit() {
+                self.i += 1;
+            }
+            let v: i64 = std::str::from_utf8(&self.s[st..self.i])
+                .ok()?
+                .parse()
+                .ok()?;
+            return Some(Dim::known(v));
+        }
+        if c.is_ascii_alphabetic() || c == b'_' {
+            let st = self.i;
+            while self.i < self.s.len()
+                && (self.s[self.i].is_ascii_alphanumeric() || matches!(self.s[self.i], b'_' | b'.'))
+            {
+                self.i += 1;
+            }
+            let name = std::str::from_utf8(&self.s[st..self.i]).ok()?;
+            let save = self.i;
+            if name == "floor" && self.eat(b'(') {
+                // Only `floor(E/k)`: ONNX Runtime's `/` is rational (`floor(W/2 - 1/2)`), so any
+                // other use of `/` is refused rather than read as a floor division.
+                let e = self.term(depth + 1)?;
+                if !self.eat(b'/') {
+                    return None;
+                }
+                let d = self.factor(depth + 1)?.as_known()?;
+                if d < 1 || !self.eat(b')') {
+                    return None;
+                }
+                return Some(e.div_floor(d));
+            }
+            if matches!(name, "min" | "max" | "Min" | "Max") && self.eat(b'(') {
+                let mut args = vec![self.expr(depth + 1)?];
+                while self.eat(b',') {
+                    args.push(self.expr(depth + 1)?);
+                }
+                if !self.eat(b')') {
+                    return None;
+                }
+                let mut it = args.into_iter();
+                let first = it.next()?;
+                return match name {
+                    "min" | "Min" => Some(it.fold(first, |a, b| a.min(&b))),
+                    _ => Some(it.fold(first, |a, b| a.max(&b))),
+                };
+            }
+            self.i = save;
+            return Some((self.symbol)(name));
+        }
+        None
+    }
+}
+
 impl From<i64> for Dim {
     fn from(v: i64) -> Dim {
         Dim::known(v)
     }
 }
 
-fn fmt_lin(l: &Lin, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+/// Printing style: ours (`(N + 1) / 2` is floor division, as tract's `TDim` prints it) or ONNX
+/// Runtime's (`floor((N + 1)/2)`, the sympy form its symbolic shape inference writes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Style {
+    Ours,
+    Onnx,
+}
+
+fn fmt_lin(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
     let mut first = true;
     for (a, k) in &l.terms {
         let (neg, mag) = (*k < 0, k.unsigned_abs());
@@ -528,7 +1083,14 @@ fn fmt_lin(l: &Lin, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if mag != 1 {
             write!(f, "{mag}*")?;
         }
-        fmt_atom(a, f)?;
+        let paren = mag != 1 && st == Style::Ours && matches!(a, Atom::Div(..));
+        if paren {
+            write!(f, "(")?;
+        }
+        fmt_atom(a, f, st)?;
+        if paren {
+            write!(f, ")")?;
+        }
         first = false;
     }
     if first {
@@ -542,28 +1104,57 @@ fn fmt_lin(l: &Lin, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     }
 }
 
-fn fmt_atom(a: &Atom, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+fn fmt_atom(a: &Atom, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
     match a {
         Atom::Sym(s) => write!(f, "{}", s.name),
-        Atom::Div(e, d) => {
-            if e.single_atom().is_some() {
-                fmt_lin(e, f)?;
-            } else {
-                write!(f, "(")?;
-                fmt_lin(e, f)?;
-                write!(f, ")")?;
+        Atom::Div(e, d) => match st {
+            Style::Onnx => {
+                write!(f, "floor(")?;
+                if e.single_atom().is_some() {
+                    fmt_lin(e, f, st)?;
+                } else {
+                    write!(f, "(")?;
+                    fmt_lin(e, f, st)?;
+                    write!(f, ")")?;
+                }
+                write!(f, "/{d})")
             }
-            write!(f, " / {d}")
-        }
+            Style::Ours => {
+                if e.single_atom().is_some() {
+                    fmt_lin(e, f, st)?;
+                } else {
+                    write!(f, "(")?;
+                    fmt_lin(e, f, st)?;
+                    write!(f, ")")?;
+                }
+                write!(f, " / {d}")
+            }
+        },
         Atom::Ext(kind, args) => {
             write!(f, "{}(", if *kind == MinMax::Min { "min" } else { "max" })?;
             for (i, x) in args.iter().enumerate() {
                 if i > 0 {
                     write!(f, ", ")?;
                 }
-                fmt_lin(x, f)?;
+                fmt_lin(x, f, st)?;
             }
             write!(f, ")")
+        }
+        Atom::Prod(v) => {
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    write!(f, "*")?;
+                }
+                let paren = st == Style::Ours && matches!(x, Atom::Div(..));
+                if paren {
+                    write!(f, "(")?;
+                }
+                fmt_atom(x, f, st)?;
+                if paren {
+                    write!(f, ")")?;
+                }
+            }
+            Ok(())
         }
     }
 }
@@ -572,7 +1163,7 @@ impl fmt::Display for Dim {
     /// `5`, `N - 1`, `(N + 1) / 2`, `min(N, 4)`; an unknown dim prints `?` or its bounds `lo..hi`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
-            Repr::Expr(l) => fmt_lin(l, f),
+            Repr::Expr(l) => fmt_lin(l, f, Style::Ours),
             Repr::Unknown { lo, hi } => match (lo, hi) {
                 (lo, None) if *lo <= 0 => write!(f, "?"),
                 (lo, None) => write!(f, "{lo}.."),
@@ -605,5 +1196,90 @@ mod tests {
         let u = Dim::unknown_bounded(1, Some(10));
         assert_eq!(u.add_const(-1).bounds(), (Some(0), Some(9)));
         assert_eq!(u.to_string(), "1..10");
+    }
+
+    #[test]
+    fn tf2onnx_int32_end_is_the_plain_symbol_under_the_default_limit() {
+        // The issue's example: x[-4:] written by tf2onnx with an INT32_MAX end, N >= 0.
+        let n = Dim::symbol_bounded("N", 0, Some(DEFAULT_DIM_LIMIT));
+        let e = n
+            .min(&Dim::known(2147483647))
+            .sub(&n.add_const(-4).max(&Dim::known(0)))
+            .max(&Dim::known(0));
+        assert_eq!(e.to_string(), "min(N, 4)");
+        // Without the limit the result is longer but exact at the edge.
+        let n = Dim::symbol("N");
+        let e = n
+            .min(&Dim::known(2147483647))
+            .sub(&n.add_const(-4).max(&Dim::known(0)))
+            .max(&Dim::known(0));
+        for v in [0, 3, 4, 5, 2147483647, 2147483650, 2147483652] {
+            let b: HashMap<String, i64> = [("N".to_string(), v)].into();
+            let want = (v.min(2147483647) - (v - 4).max(0)).max(0);
+            assert_eq!(e.eval(&b), Some(want), "N = {v}: {e}");
+        }
+    }
+
+    #[test]
+    fn one_symbol_bounds_are_exact() {
+        // x[2:8] on [0, inf): at most 6, although interval arithmetic says 8.
+        let n = Dim::symbol("N");
+        let e = Dim::known(8)
+            .min(&n)
+            .sub(&Dim::known(2).min(&n))
+            .max(&Dim::known(0));
+        assert_eq!(e.bounds(), (Some(0), Some(6)));
+        let n10 = Dim::symbol_bounded("N", 0, Some(10));
+        // x[-7:3] on 0..10: the largest value 3 is at N = 3..=7, not at N = 10.
+        let start = n10.add_const(-7).max(&Dim::known(0));
+        let e = Dim::known(3).min(&n10).sub(&start).max(&Dim::known(0));
+        assert_eq!(e.bounds(), (Some(0), Some(3)));
+    }
+
+    #[test]
+    fn products_expand_and_bound() {
+        let (n, m) = (Dim::symbol("N"), Dim::symbol_bounded("M", 1, Some(4)));
+        let p = n.add_const(1).mul(&m);
+        assert_eq!(p.to_string(), "M*N + M");
+        let b: HashMap<String, i64> = [("N".to_string(), 5), ("M".to_string(), 3)].into();
+        assert_eq!(p.eval(&b), Some(18));
+        assert_eq!(p.bounds(), (Some(1), None));
+        assert_eq!(n.mul_const(-2).to_string(), "-2*N");
+    }
+
+    #[test]
+    fn onnx_syntax_round_trips() {
+        let n = Dim::symbol("N");
+        let sym = |s: &str| Dim::symbol(s);
+        for d in [
+            n.add_const(1).div_floor(2),
+            n.min(&Dim::known(4)),
+            n.sub(&n.min(&Dim::known(1))),
+            n.mul(&Dim::symbol("M")).add_const(-3),
+            Dim::known(7),
+        ] {
+            let text = d.to_onnx().unwrap();
+            assert_eq!(Dim::parse(&text, &sym), Some(d.clone()), "{text}");
+        }
+        assert_eq!(
+            n.add_const(1).div_floor(2).to_onnx().unwrap(),
+            "floor((N + 1)/2)"
+        );
+        // ONNX Runtime's rational division is refused, not misread as a floor.
+        assert_eq!(Dim::parse("floor(W/2 - 1/2) + 1", &sym), None);
+        assert_eq!(Dim::parse("N/2", &sym), None);
+        assert_eq!(
+            Dim::parse("Min(1000000000, unk__9)", &sym).map(|d| d.to_string()),
+            Some("min(unk__9, 1000000000)".into())
+        );
+        assert_eq!(Dim::parse("batch size", &sym), None);
+    }
+
+    #[test]
+    fn provable_equality() {
+        let n = Dim::symbol("N");
+        assert!(n.add_const(2).sub(&n).provably_equal(&Dim::known(2)));
+        assert!(!n.provably_equal(&Dim::symbol("M")));
+        assert!(!Dim::unknown().provably_equal(&Dim::unknown()));
     }
 }

@@ -21,7 +21,10 @@ pub use decode::{onnx_slice, ov_slice8, strided_slice, Flavour, StridedSliceSpec
 pub use dim::{Dim, Symbol};
 pub use gather::{gather, DEFAULT_MAX_ELEMENTS};
 pub use plan::{AxisPlan, Bound, SlicePlan};
-pub use resolve::{output_shape, resolve_concrete, resolve_dims, Clamp, ResolvedAxis};
+pub use resolve::{
+    output_shape, range_dim_sym, resolve_concrete, resolve_dims, resolve_dims_sym, Clamp,
+    ResolvedAxis, SymBound, SymParams,
+};
 
 /// Invalid slice parameters (or a plan that does not fit the dims it is applied to).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -148,6 +148,20 @@ fn shrink_index(axis: usize, index: Option<i64>, d: u64) -> Result<u64, SliceErr
     Ok(v as u64)
 }
 
+/// The element a shrink keeps. TensorFlow: `index` must lie in `[-d, d)`. OpenVINO
+/// StridedSlice-1 (`Clamp::Ov`): its shape inference does not check shrink indices (only the
+/// plan's `check` does, see `AxisPlan::Shrink`) and, as its spec says of `begin`, out-of-bounds
+/// values are silently clamped: the CPU plugin keeps element `clamp(index, 0, d - 1)`
+/// (conformance cases ss-1-00884, ss-1-02152). A dim of 0 has no element: an error.
+fn shrink_kept(axis: usize, index: Option<i64>, d: u64, clamp: Clamp) -> Result<u64, SliceError> {
+    match shrink_index(axis, index, d) {
+        Err(SliceError::ShrinkOutOfRange { index, .. }) if clamp == Clamp::Ov && d > 0 => {
+            Ok(if index < 0 { 0 } else { d - 1 })
+        }
+        r => r,
+    }
+}
+
 /// A plan's validity condition (`check` of a range or shrink entry): `index`, when given, must
 /// lie in `[-d, d)`.
 fn check_index(axis: usize, index: Option<i64>, d: u64) -> Result<(), SliceError> {
@@ -178,7 +192,7 @@ pub fn resolve_concrete(
                 check_index(axis, check, dims[axis])?;
                 Ok(ResolvedAxis::Shrink {
                     axis,
-                    index: shrink_index(axis, index, dims[axis])?,
+                    index: shrink_kept(axis, index, dims[axis], clamp)?,
                 })
             }
             AxisPlan::Range {
@@ -212,60 +226,246 @@ pub fn output_shape(plan: &SlicePlan, dims: &[u64], clamp: Clamp) -> Result<Vec<
         .collect())
 }
 
-/// Output dim of a range on `d` (symbolic or known): the tightest the inputs allow.
-fn range_dim(d: &Dim, begin: Bound, end: Bound, step: Option<i64>, clamp: Clamp) -> Dim {
+/// A begin or end of a range whose value may be a dim expression (a symbolic slice parameter
+/// such as `k_len - q_len` computed from `Shape`): the symbolic counterpart of [`Bound`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SymBound {
+    /// An index: a known value or an expression (negative values count from the end).
+    Index(Dim),
+    /// From the edge (mask, omitted input).
+    Edge,
+    /// Nothing known.
+    Dynamic,
+}
+
+impl From<Bound> for SymBound {
+    fn from(b: Bound) -> SymBound {
+        match b {
+            Bound::Index(v) => SymBound::Index(Dim::known(v)),
+            Bound::Edge => SymBound::Edge,
+            Bound::Dynamic => SymBound::Dynamic,
+        }
+    }
+}
+
+/// `max(min(v, hi), lo)`.
+fn clamp_dim(v: &Dim, lo: &Dim, hi: &Dim) -> Dim {
+    v.min(hi).max(lo)
+}
+
+/// `v` (negative: counted from the end, `v + d`) clamped to `[lo, hi]`, exact for every value of
+/// the symbols. When the sign of `v` is not known, both cases are combined with a selector that
+/// is exact for `|v| <= m` where `m - 1` bounds the clamped values: `max(min(a, S1), min(b, S0))`
+/// with `S1 = max(m*v + m, 0) - 1` (huge when `v >= 0`, `-1` otherwise) and `S0 = max(-m*v, 0) - 1`.
+fn norm_clamp(v: &Dim, d: &Dim, lo: &Dim, hi: &Dim) -> Dim {
+    match v.bounds() {
+        (Some(l), _) if l >= 0 => clamp_dim(v, lo, hi),
+        (_, Some(h)) if h < 0 => clamp_dim(&v.add(d), lo, hi),
+        _ => {
+            let a = clamp_dim(v, lo, hi);
+            let b = clamp_dim(&v.add(d), lo, hi);
+            // Both lie in [lo, hi] ⊂ [-1, d]: m = d.hi + 2 > every value, and m*|v| >= m for v != 0.
+            let m = match d.bounds().1.and_then(|h| h.checked_add(2)) {
+                Some(m) => m,
+                None => return Dim::unknown_bounded(-1, d.bounds().1),
+            };
+            let s1 = v
+                .mul_const(m)
+                .add_const(m)
+                .max(&Dim::known(0))
+                .add_const(-1);
+            let s0 = v.neg().mul_const(m).max(&Dim::known(0)).add_const(-1);
+            a.min(&s1).max(&b.min(&s0))
+        }
+    }
+}
+
+/// Output dim of a range on `d` (a value, an expression or an unknown with bounds) with begin and
+/// end that may be expressions: the tightest the inputs allow, exact for every value of the
+/// symbols. An unknown `d` is treated as a fresh symbol with its bounds, and the result is the
+/// exact range of the expression over those bounds (for constant begin/end/step: every slice is
+/// a piecewise linear function of `d`, whose extremes lie at its breakpoints).
+pub fn range_dim_sym(
+    d: &Dim,
+    begin: &SymBound,
+    end: &SymBound,
+    step: Option<i64>,
+    clamp: Clamp,
+) -> Dim {
+    if d.is_unknown() {
+        let (lo, hi) = d.bounds();
+        let fresh = Dim::symbol_bounded("\u{0}d", lo.unwrap_or(0), hi);
+        let r = range_dim_sym(&fresh, begin, end, step, clamp);
+        let (rlo, rhi) = r.bounds();
+        return Dim::unknown_bounded(rlo.unwrap_or(0).max(0), rhi);
+    }
     let unknown = || Dim::unknown_bounded(0, d.bounds().1);
-    let (Some(s), true) = (step, begin != Bound::Dynamic && end != Bound::Dynamic) else {
+    let (Some(s), false) = (
+        step,
+        *begin == SymBound::Dynamic || *end == SymBound::Dynamic,
+    ) else {
         return unknown();
     };
     // Any index at or beyond ±i64::MAX behaves like ±infinity for dims <= i64::MAX; saturate
     // so that `d + v` cannot overflow.
-    let sat = |v: i64| v.max(-i64::MAX);
+    // Also, for a dim bounded by `h`, any index beyond `±(h + 1)` acts as `±(h + 1)`: clamping
+    // there keeps the constants of the expression small (so that it can be written).
+    let lim = d
+        .bounds()
+        .1
+        .and_then(|h| h.checked_add(1))
+        .unwrap_or(i64::MAX);
+    let sat = |v: &Dim| match v.as_known() {
+        Some(k) => Dim::known(k.clamp(-lim, lim)),
+        None => v.clone(),
+    };
+    // ceil(x / m) for 0 <= x <= d: `min(x, 1)` when m >= d's upper bound (no huge constants).
+    let d_hi = d.bounds().1.unwrap_or(i64::MAX);
+    let ceil_div = |x: Dim, m: i64| {
+        if m >= d_hi {
+            x.min(&Dim::known(1))
+        } else {
+            x.add_const(m - 1).div_floor(m)
+        }
+    };
     let zero = Dim::known(0);
     let neg1 = Dim::known(-1);
-    if s > 0 {
-        let pos = |b: Bound, edge: Dim| match b {
-            Bound::Index(v) if v >= 0 => Dim::known(v).min(d),
-            Bound::Index(v) => d.add_const(sat(v)).max(&zero),
+    let last = d.add_const(-1);
+    let r = if s > 0 {
+        let pos = |b: &SymBound, edge: Dim| match b {
+            SymBound::Index(v) => norm_clamp(&sat(v), d, &zero, d),
             _ => edge,
         };
         let start = pos(begin, zero.clone());
         let stop = pos(end, d.clone());
-        stop.sub(&start).max(&zero).add_const(s - 1).div_floor(s)
+        ceil_div(stop.sub(&start).max(&zero), s)
     } else {
         let m = s.checked_neg().unwrap_or(i64::MAX); // |i64::MIN| > any dim: same result
-        let last = d.add_const(-1);
         let start = match begin {
-            Bound::Index(v) if v >= 0 => Dim::known(v).min(&last),
-            Bound::Index(v) => match clamp {
-                Clamp::Tf => d.add_const(sat(v)).max(&neg1),
-                Clamp::Ov => d.add_const(sat(v)).max(&zero).min(&last),
+            SymBound::Index(v) => match clamp {
+                Clamp::Tf => norm_clamp(&sat(v), d, &neg1, &last),
+                Clamp::Ov => norm_clamp(&sat(v), d, &zero, &last).min(&last),
             },
             _ => last.clone(),
         };
         let stop = match end {
-            Bound::Index(v) if v >= 0 => Dim::known(v).min(&last),
-            Bound::Index(v) => d.add_const(sat(v)).max(&neg1),
+            SymBound::Index(v) => norm_clamp(&sat(v), d, &neg1, &last),
             _ => neg1,
         };
-        start.sub(&stop).max(&zero).add_const(m - 1).div_floor(m)
+        ceil_div(start.sub(&stop).max(&zero), m)
+    };
+    if r.is_unknown() {
+        // Lost in the algebra (overflow, size): the bounds are still right.
+        let (lo, hi) = r.bounds();
+        return Dim::unknown_bounded(lo.unwrap_or(0).max(0), hi.or(d.bounds().1));
+    }
+    r
+}
+
+/// Decodes a slice node from its begin and end values (`None`: not constant).
+pub type DecodeFn<'a> =
+    dyn Fn(&[Option<i64>], &[Option<i64>]) -> Result<SlicePlan, SliceError> + 'a;
+
+/// Symbolic begin/end values for the `Dynamic` bounds of a plan, one pair per plan entry (in
+/// plan order; `None`: keep the plan's bound). Build it with [`SymParams::locate`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SymParams {
+    /// Per plan entry: the begin (or shrink index) value.
+    pub begin: Vec<Option<Dim>>,
+    /// Per plan entry: the end value.
+    pub end: Vec<Option<Dim>>,
+}
+
+impl SymParams {
+    /// Finds which plan entry each symbolic parameter element feeds, for any slice op, without
+    /// knowing its decoding rules: `decode(begin, end)` decodes the node with the given begin
+    /// (`starts`, `start`) and end (`ends`, `stop`) values (`None`: not constant). `begin` and
+    /// `end` hold the elements as dims (known values, expressions, unknowns).
+    ///
+    /// Each expression element is probed alone (set to a constant while the others stay as they
+    /// are); the entry whose bound turns from `Dynamic` into that index is the one it feeds.
+    /// Returns the plan decoded with the constant elements, and the symbolic values.
+    pub fn locate(
+        decode: &DecodeFn<'_>,
+        begin: &[Dim],
+        end: &[Dim],
+    ) -> Result<(SlicePlan, SymParams), SliceError> {
+        let base_b: Vec<Option<i64>> = begin.iter().map(Dim::as_known).collect();
+        let base_e: Vec<Option<i64>> = end.iter().map(Dim::as_known).collect();
+        let plan = decode(&base_b, &base_e)?;
+        let n = plan.axes.len();
+        let mut out = SymParams {
+            begin: vec![None; n],
+            end: vec![None; n],
+        };
+        for (list, is_begin) in [(begin, true), (end, false)] {
+            for (j, v) in list.iter().enumerate() {
+                if v.is_known() || v.is_unknown() {
+                    continue;
+                }
+                let (mut b, mut e) = (base_b.clone(), base_e.clone());
+                if is_begin {
+                    b[j] = Some(0);
+                } else {
+                    e[j] = Some(0);
+                }
+                let Ok(probe) = decode(&b, &e) else { continue };
+                if probe.axes.len() != n {
+                    continue;
+                }
+                for (k, (p0, p1)) in plan.axes.iter().zip(&probe.axes).enumerate() {
+                    match (p0, p1) {
+                        (
+                            AxisPlan::Range {
+                                begin: b0, end: e0, ..
+                            },
+                            AxisPlan::Range {
+                                begin: b1, end: e1, ..
+                            },
+                        ) => {
+                            if *b0 == Bound::Dynamic && *b1 != Bound::Dynamic {
+                                out.begin[k] = Some(v.clone());
+                            }
+                            if *e0 == Bound::Dynamic && *e1 != Bound::Dynamic {
+                                out.end[k] = Some(v.clone());
+                            }
+                        }
+                        (
+                            AxisPlan::Shrink { index: None, .. },
+                            AxisPlan::Shrink { index: Some(_), .. },
+                        ) => out.begin[k] = Some(v.clone()),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok((plan, out))
     }
 }
 
-/// Output dims of a plan on (possibly symbolic or unknown) input dims.
-///
-/// Errors: rank mismatch, or a shrink index known to be out of range for a known dim.
-pub fn resolve_dims(plan: &SlicePlan, dims: &[Dim], clamp: Clamp) -> Result<Vec<Dim>, SliceError> {
+/// Output dims of a plan whose `Dynamic` begins/ends may be given as expressions (`params`, see
+/// [`SymParams::locate`]): exact for every value of the symbols. A shrink with a symbolic index
+/// is not checked against the dim.
+pub fn resolve_dims_sym(
+    plan: &SlicePlan,
+    dims: &[Dim],
+    clamp: Clamp,
+    params: &SymParams,
+) -> Result<Vec<Dim>, SliceError> {
     check_rank(plan, dims.len())?;
     let mut out = Vec::with_capacity(plan.axes.len());
-    for a in &plan.axes {
+    for (k, a) in plan.axes.iter().enumerate() {
+        let pick = |v: &Vec<Option<Dim>>, b: Bound| match v.get(k) {
+            Some(Some(d)) if b == Bound::Dynamic => SymBound::Index(d.clone()),
+            _ => SymBound::from(b),
+        };
         match *a {
             AxisPlan::NewAxis => out.push(Dim::known(1)),
             AxisPlan::Shrink { axis, index, check } => {
                 if let Some(d) = dims[axis].as_known() {
                     let d = u64::try_from(d).map_err(|_| SliceError::DimTooLarge(0))?;
                     if index.is_some() {
-                        shrink_index(axis, index, d)?;
+                        shrink_kept(axis, index, d, clamp)?;
                     }
                     check_index(axis, check, d)?;
                 }
@@ -281,9 +481,110 @@ pub fn resolve_dims(plan: &SlicePlan, dims: &[Dim], clamp: Clamp) -> Result<Vec<
                     let d = u64::try_from(d).map_err(|_| SliceError::DimTooLarge(0))?;
                     check_index(axis, check, d)?;
                 }
-                out.push(range_dim(&dims[axis], begin, end, step, clamp));
+                let (b, e) = (pick(&params.begin, begin), pick(&params.end, end));
+                out.push(range_dim_sym(&dims[axis], &b, &e, step, clamp));
             }
         }
     }
     Ok(out)
+}
+
+/// Output dims of a plan on (possibly symbolic or unknown) input dims.
+///
+/// Errors: rank mismatch, or a shrink index known to be out of range for a known dim.
+pub fn resolve_dims(plan: &SlicePlan, dims: &[Dim], clamp: Clamp) -> Result<Vec<Dim>, SliceError> {
+    resolve_dims_sym(plan, dims, clamp, &SymParams::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::semantics::decode::TfMasks;
+    use crate::semantics::{onnx_slice, strided_slice, Flavour, StridedSliceSpec};
+    use std::collections::HashMap;
+
+    #[test]
+    fn symbolic_begin_of_unknown_sign_is_exact() {
+        // gpt2's causal mask: bias[k_len - q_len : k_len] on an axis of 32, steps 1 and 2,
+        // for every pair of sizes (including k_len < q_len, where the begin is negative).
+        let (q, k) = (Dim::symbol("q"), Dim::symbol("k"));
+        for step in [1i64, 2, -1] {
+            let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+                onnx_slice(b, e, Some(&[0]), Some(&[Some(step)]), 1, 13)
+            };
+            let (plan, params) =
+                SymParams::locate(&decode, &[k.sub(&q)], std::slice::from_ref(&k)).unwrap();
+            let sym = resolve_dims_sym(&plan, &[Dim::known(32)], Clamp::Ov, &params).unwrap();
+            assert!(!sym[0].is_unknown(), "{}", sym[0]);
+            for qv in 0..40i64 {
+                for kv in 0..40i64 {
+                    let p = onnx_slice(
+                        &[Some(kv - qv)],
+                        &[Some(kv)],
+                        Some(&[0]),
+                        Some(&[Some(step)]),
+                        1,
+                        13,
+                    )
+                    .unwrap();
+                    let want = output_shape(&p, &[32], Clamp::Ov).unwrap()[0] as i64;
+                    let b: HashMap<String, i64> = [("q".into(), qv), ("k".into(), kv)].into();
+                    assert_eq!(
+                        sym[0].eval(&b),
+                        Some(want),
+                        "q={qv} k={kv} step={step}: {}",
+                        sym[0]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn symbolic_strided_slice_params_are_located() {
+        // x[..., n:] with an ellipsis and a new axis in front: the probe finds the entry.
+        let n = Dim::symbol("n");
+        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+            let m = TfMasks {
+                ellipsis: 1,
+                new_axis: 2,
+                end: 4,
+                ..Default::default()
+            };
+            let mut spec = StridedSliceSpec::from_tf_bits(&[0, 0, 0], &[0, 0, 0], None, m);
+            spec.begin = b.to_vec();
+            spec.end = e.to_vec();
+            strided_slice(&spec, Flavour::Tf, 2)
+        };
+        let (plan, params) = SymParams::locate(
+            &decode,
+            &[Dim::known(0), Dim::known(0), n.clone()],
+            &[Dim::known(0), Dim::known(0), Dim::known(0)],
+        )
+        .unwrap();
+        let out = resolve_dims_sym(
+            &plan,
+            &[Dim::known(3), Dim::symbol("T")],
+            Clamp::Tf,
+            &params,
+        )
+        .unwrap();
+        let shown: Vec<String> = out.iter().map(|d| d.to_string()).collect();
+        assert_eq!(shown[..2], ["3".to_string(), "1".to_string()]);
+        let b: HashMap<String, i64> = [("n".into(), 2), ("T".into(), 7)].into();
+        assert_eq!(out[2].eval(&b), Some(5), "{}", out[2]);
+    }
+
+    #[test]
+    fn unknown_dims_get_exact_intervals() {
+        // OpenVINO type_prop: x[2:8] on `?` is 0..6; x[-7:] on `?` is 0..7.
+        let p = onnx_slice(&[Some(2)], &[Some(8)], None, None, 1, 13).unwrap();
+        let out = resolve_dims(&p, &[Dim::unknown()], Clamp::Ov).unwrap();
+        assert_eq!(out[0].to_string(), "0..6");
+        let p = onnx_slice(&[Some(-7)], &[Some(i64::MAX)], None, None, 1, 13).unwrap();
+        let out = resolve_dims(&p, &[Dim::unknown()], Clamp::Ov).unwrap();
+        assert_eq!(out[0].to_string(), "0..7");
+        let out = resolve_dims(&p, &[Dim::unknown_bounded(20, None)], Clamp::Ov).unwrap();
+        assert_eq!(out[0].to_string(), "7");
+    }
 }

@@ -41,6 +41,18 @@ pub fn expected(v: &Value) -> Option<(Vec<u64>, Vec<u64>)> {
     }
 }
 
+/// The answers a case accepts for `key`: `expected_*`, plus `expected_ov_alt` where the case
+/// has one and `key` is `expected_ov` (conformance data policy v2: either is accepted).
+pub fn accepted(case: &Value, key: &str) -> Vec<Option<(Vec<u64>, Vec<u64>)>> {
+    let mut v = vec![expected(&case[key])];
+    if key == "expected_ov" {
+        if let Some(alt) = case.get("expected_ov_alt").filter(|a| !a.is_null()) {
+            v.push(expected(alt));
+        }
+    }
+    v
+}
+
 pub fn i64_tensor(name: &str, values: &[i64]) -> proto::TensorProto {
     proto::TensorProto {
         name: Some(name.into()),

@@ -48,6 +48,8 @@ pub struct OnnxModel {
     /// The mapped files (model and external data) tensor bytes point into: saving copies
     /// tensor data from them file to file.
     sources: Vec<write::Source>,
+    /// The files read: the model and its external data files (resolved).
+    inputs: Vec<PathBuf>,
 }
 
 fn fmt_err(path: &Path, message: impl Into<String>) -> Error {
@@ -117,8 +119,11 @@ impl OnnxModel {
             return Err(fmt_err(path, "ONNX model has no graph"));
         };
         let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
+        ext.also_inside(crate::formats::resolved_model_dir(path));
         let graph = build_graph(path, g, &mut ext)?;
         let loaded_nodes = graph.g.node_count();
+        let mut inputs = vec![path.to_path_buf()];
+        inputs.extend(ext.paths());
         sources.extend(ext.into_sources());
         Ok(OnnxModel {
             path: path.to_path_buf(),
@@ -126,6 +131,7 @@ impl OnnxModel {
             graph,
             loaded_nodes,
             sources,
+            inputs,
         })
     }
 
@@ -208,29 +214,47 @@ impl OnnxModel {
             .as_ref()
             .and_then(|(p, _)| p.file_name())
             .map(|n| n.to_string_lossy().into_owned());
-        copy_external_files(&self.path, path, graph, new_location.as_deref())?;
+        let copies = external_copies(&self.path, path, graph, new_location.as_deref())?;
+        // One output plan: every file this save writes, checked before anything is written.
+        let mut plan = crate::formats::output::OutputPlan::new();
+        for i in &self.inputs {
+            plan.input(i);
+        }
+        plan.model(path, Some(&self.path));
+        if let Some((data_path, _)) = &data {
+            plan.data(data_path, None);
+        }
+        for (_, dst) in &copies {
+            plan.data(dst, None);
+        }
+        for p in existing_data_files(path) {
+            plan.replaceable(&p);
+        }
+        plan.check()?;
         let io = |p: &Path| {
             let p = p.to_path_buf();
             move |source| Error::Io { path: p, source }
         };
-        // Both files are written to temporary files first and renamed into place only when
-        // both are complete: a failure leaves every existing file as it was.
-        let data_tmp = match &data {
-            Some((data_path, chunks)) => {
-                let tmp = crate::formats::temp_beside(data_path)?;
-                write::write_data_file(tmp.as_file(), chunks, &self.sources)
-                    .map_err(io(data_path))?;
-                Some((data_path, tmp))
-            }
-            None => None,
-        };
-        let tmp = crate::formats::temp_beside(path)?;
-        write::write_model(tmp.as_file(), &self.proto, graph, &self.sources).map_err(io(path))?;
-        if let Some((data_path, t)) = data_tmp {
-            t.persist(data_path).map_err(|e| io(data_path)(e.error))?;
+        // Every file is written to a temporary name first and renamed into place only when
+        // all are complete, the model last: a failure or a signal leaves every existing file
+        // as it was and no new one.
+        let mut staged = Vec::with_capacity(copies.len() + 2);
+        for (src, dst) in &copies {
+            let mut from = crate::formats::open_regular(src).map_err(io(src))?;
+            let t = crate::formats::output::Staged::new(dst)?;
+            // File to file: the data never passes through this process's memory.
+            std::io::copy(&mut from, &mut t.as_file()).map_err(io(dst))?;
+            staged.push(t);
         }
-        tmp.persist(path).map_err(|e| io(path)(e.error))?;
-        Ok(())
+        if let Some((data_path, chunks)) = &data {
+            let t = crate::formats::output::Staged::new(data_path)?;
+            write::write_data_file(t.as_file(), chunks, &self.sources).map_err(io(data_path))?;
+            staged.push(t);
+        }
+        let t = crate::formats::output::Staged::new(path)?;
+        write::write_model(t.as_file(), &self.proto, graph, &self.sources).map_err(io(path))?;
+        staged.push(t);
+        crate::formats::output::commit(staged)
     }
 
     /// Moves tensor bytes of the rebuilt graph `g` to a new external data file beside `path`
@@ -312,7 +336,7 @@ fn map_file_advised(
         path: path.to_path_buf(),
         source,
     };
-    let file = std::fs::File::open(path).map_err(io)?;
+    let file = crate::formats::open_regular(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
     if len == 0 {
         return Ok((Bytes::new(), None));
@@ -473,6 +497,24 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
             vi.name(),
             OutletId { node: ix, port: 0 },
         );
+    }
+    // Like the onnx checker: a name is defined once. ONNX Runtime takes the last of two
+    // initializers of one name, a fold would take the first: refuse rather than guess.
+    let mut init_names: HashSet<&str> = HashSet::default();
+    init_names.reserve(g.initializer.len() + g.sparse_initializer.len());
+    for name in g.initializer.iter().map(|t| t.name()).chain(
+        g.sparse_initializer
+            .iter()
+            .map(|t| t.values.as_ref().map(|v| v.name()).unwrap_or_default()),
+    ) {
+        if !name.is_empty() && !init_names.insert(name) {
+            return Err(fmt_err(
+                path,
+                format!(
+                    "initializer '{name}' is defined twice (the onnx checker refuses such a model)"
+                ),
+            ));
+        }
     }
     for (i, t) in g.initializer.iter().enumerate() {
         if producers.contains_key(t.name()) {
@@ -934,46 +976,82 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
     Ok(out)
 }
 
-/// Copies the external data files a model references to the directory of `to`, when that is
-/// not the directory they already are in.
-/// `skip` is a location written by this save, not copied.
-fn copy_external_files(
+/// The external data files a model references that a save to `to` copies beside it (when
+/// `to` is in another directory than `from`), as `(source, destination)`. `skip` is a location
+/// written by this save, not copied. Sources are checked like when loading: regular files inside
+/// the model's directory after resolving links.
+fn external_copies(
     from: &Path,
     to: &Path,
     g: Option<&GraphOut<'_>>,
     skip: Option<&str>,
-) -> Result<()> {
-    let Some(g) = g else { return Ok(()) };
-    let src_dir = from.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let dst_dir = to.parent().unwrap_or(Path::new(".")).to_path_buf();
+) -> Result<Vec<(PathBuf, PathBuf)>> {
+    let Some(g) = g else { return Ok(Vec::new()) };
+    let dir_of = |p: &Path| match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let src_dir = dir_of(from);
+    let dst_dir = dir_of(to);
     let same = match (
-        std::fs::canonicalize(if src_dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            &src_dir
-        }),
-        std::fs::canonicalize(if dst_dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            &dst_dir
-        }),
+        std::fs::canonicalize(&src_dir),
+        std::fs::canonicalize(&dst_dir),
     ) {
         (Ok(a), Ok(b)) => a == b,
         _ => false,
     };
     if same {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let mut files: Vec<String> = Vec::new();
     g.external_locations(&mut files);
     files.sort();
     files.dedup();
     files.retain(|f| Some(f.as_str()) != skip);
-    for loc in files {
-        let src = tensor::resolve_location(&src_dir, &loc).map_err(|m| fmt_err(from, m))?;
-        let dst = tensor::resolve_location(&dst_dir, &loc).map_err(|m| fmt_err(to, m))?;
-        // File to file: the data never passes through this process's memory.
-        crate::formats::copy_atomic(&src, &dst)?;
+    let alt = crate::formats::resolved_model_dir(from);
+    files
+        .into_iter()
+        .map(|loc| {
+            let src = tensor::resolve_location(&src_dir, &loc).map_err(|m| fmt_err(from, m))?;
+            let src =
+                crate::formats::resolve_inside(&src, &src_dir, alt.as_deref()).map_err(|m| {
+                    Error::Refused {
+                        path: from.to_path_buf(),
+                        message: format!("external data '{loc}': {m}"),
+                    }
+                })?;
+            let dst = tensor::resolve_location(&dst_dir, &loc).map_err(|m| fmt_err(to, m))?;
+            Ok((src, dst))
+        })
+        .collect()
+}
+
+/// The external data files of the ONNX model now at `path` (the one a save replaces), which
+/// the save may overwrite; none when there is no such model or it cannot be read.
+fn existing_data_files(path: &Path) -> Vec<PathBuf> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Vec::new();
+    };
+    if !meta.is_file() {
+        return Vec::new();
     }
-    Ok(())
+    let Ok(bytes) = map_file(path) else {
+        return Vec::new();
+    };
+    let Ok(m) = ModelProto::decode(bytes) else {
+        return Vec::new();
+    };
+    let mut locs = Vec::new();
+    if let Some(g) = &m.graph {
+        tensor::external_locations(g, &mut locs);
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    locs.sort();
+    locs.dedup();
+    locs.iter()
+        .filter_map(|l| tensor::resolve_location(dir, l).ok())
+        .collect()
 }

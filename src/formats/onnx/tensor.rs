@@ -12,7 +12,11 @@ use crate::ir::{DType, Tensor, TensorData};
 #[derive(Debug)]
 pub struct ExternalFiles {
     dir: PathBuf,
+    /// A second directory external data may lie in: the model's after resolving its links.
+    alt_dir: Option<PathBuf>,
     maps: HashMap<String, Bytes>,
+    /// The resolved paths of the files mapped.
+    paths: Vec<PathBuf>,
     sources: Vec<super::write::Source>,
 }
 
@@ -21,9 +25,22 @@ impl ExternalFiles {
     pub fn new(dir: &Path) -> ExternalFiles {
         ExternalFiles {
             dir: dir.to_path_buf(),
+            alt_dir: None,
             maps: HashMap::new(),
+            paths: Vec::new(),
             sources: Vec::new(),
         }
+    }
+
+    /// Also accepts files inside `dir` (the model's directory after resolving its links, for
+    /// a model in a cache of linked blobs).
+    pub fn also_inside(&mut self, dir: Option<PathBuf>) {
+        self.alt_dir = dir;
+    }
+
+    /// The resolved paths of the external data files read so far.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        self.paths.clone()
     }
 
     /// The mapped files with their open handles (for copying tensor bytes file to file).
@@ -36,7 +53,12 @@ impl ExternalFiles {
             return Ok(b.clone());
         }
         let path = resolve_location(&self.dir, location)?;
+        // Like the onnx package: after resolving links the file must be inside the model's
+        // directory, and a regular file (a FIFO would block the read forever).
+        let path = crate::formats::resolve_inside(&path, &self.dir, self.alt_dir.as_deref())
+            .map_err(|m| format!("external data '{location}': {m}"))?;
         let (b, file) = super::map_file_with_handle(&path).map_err(|e| e.to_string())?;
+        self.paths.push(path);
         self.maps.insert(location.to_string(), b.clone());
         self.sources.push(super::write::Source {
             map: b.clone(),

@@ -27,7 +27,7 @@ pub mod subgraph;
 mod write;
 pub mod xml;
 
-use write::{write_copying, Out};
+use write::{stage_copying, Out};
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -194,6 +194,11 @@ pub fn parse_dim(text: &str) -> Option<DeclaredDim> {
         } else {
             Some(hi.parse().ok()?)
         };
+        if lo > i64::MAX as u64 || hi.is_some_and(|h| h > i64::MAX as u64) {
+            return None;
+        }
+        // OpenVINO's unbounded upper end is INT64_MAX (`Dimension(0, INT64_MAX)` is `?`).
+        let hi = hi.filter(|&h| h != i64::MAX as u64);
         if let Some(h) = hi {
             if h < lo {
                 return None;
@@ -201,7 +206,12 @@ pub fn parse_dim(text: &str) -> Option<DeclaredDim> {
         }
         return Some(DeclaredDim::Interval(lo, hi));
     }
-    t.parse::<u64>().ok().map(DeclaredDim::Known)
+    // A dim above i64::MAX (OpenVINO's own limit; u64::MAX has been seen in broken files) is
+    // refused.
+    t.parse::<u64>()
+        .ok()
+        .filter(|&v| v <= i64::MAX as u64)
+        .map(DeclaredDim::Known)
 }
 
 /// Formats a dim for a port `<dim>`: OpenVINO reads `N`, `-1`, `lo..hi` and `lo..` there (but
@@ -243,8 +253,18 @@ impl OvModel {
         let source = map_file(path)?;
         let bin_path = bin_path_for(path);
         let source_file = FileId::of(path);
-        let (bin, bin_file) = if bin_path.is_file() {
-            (Some(map_file_sparse(&bin_path)?), FileId::of(&bin_path))
+        // A `.bin` that exists in any form must be a regular file inside the model's directory
+        // after resolving links (a FIFO would block, a link could read any file).
+        let (bin, bin_file) = if std::fs::symlink_metadata(&bin_path).is_ok() {
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let alt = crate::formats::resolved_model_dir(path);
+            let real = crate::formats::resolve_inside(&bin_path, dir, alt.as_deref()).map_err(
+                |message| Error::Refused {
+                    path: path.to_path_buf(),
+                    message,
+                },
+            )?;
+            (Some(map_file_sparse(&real)?), FileId::of(&real))
         } else {
             (None, None)
         };
@@ -320,23 +340,42 @@ impl OvModel {
         Ok((xml, parts))
     }
 
-    /// Saves to `path` (the `.xml`) and `<stem>.bin` beside it, each atomically; the `.bin` is
-    /// written first, so a failure never leaves a new `.xml` pointing into an old `.bin`.
+    /// Saves to `path` (the `.xml`) and `<stem>.bin` beside it. Both are checked against the
+    /// files read first (see [`crate::formats::output`]), written to temporary names, and
+    /// renamed into place only when both are complete, the `.bin` first: a failure never
+    /// leaves a new `.xml` pointing into an old `.bin`, nor any new file.
     /// Large unchanged ranges of either file are copied from the file read, when it is still
     /// the mapped one, without passing through this process's memory.
     pub fn save(&self, path: &Path) -> Result<()> {
+        let bin_target = bin_path_for(path);
+        let mut plan = crate::formats::output::OutputPlan::new();
+        plan.input(&self.path);
+        if let Some(b) = &self.bin_file {
+            plan.input(&b.path);
+        }
+        plan.model(path, Some(&self.path));
+        plan.data(
+            &bin_target,
+            self.bin_file.as_ref().map(|b| b.path.as_path()),
+        );
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            // The `.bin` of the model being replaced.
+            plan.replaceable(&bin_target);
+        }
+        plan.check()?;
         let (pieces, parts) = self.plan()?;
         let bin = self.bin.clone().unwrap_or_default();
         let bin_out = parts.iter().map(|p| match p {
             BinPart::Original(r) => Out::Original(r.clone()),
             BinPart::New(b) => Out::New(b.as_ref()),
         });
-        write_copying(&bin_path_for(path), bin_out, &bin, self.bin_file.as_ref())?;
+        let bin_tmp = stage_copying(&bin_target, bin_out, &bin, self.bin_file.as_ref())?;
         let xml_out = pieces.iter().map(|p| match p {
             Piece::Source(r) => Out::Original(r.clone()),
             Piece::Text(t) => Out::New(t.as_bytes()),
         });
-        write_copying(path, xml_out, &self.source, self.source_file.as_ref())
+        let xml_tmp = stage_copying(path, xml_out, &self.source, self.source_file.as_ref())?;
+        crate::formats::output::commit(vec![bin_tmp, xml_tmp])
     }
 }
 
@@ -372,7 +411,7 @@ fn node_of(_: &std::fs::Metadata) -> Option<(u64, u64)> {
 /// The file `id` opened, when it is still the file `map` maps: same file (device and inode)
 /// and length. Elsewhere than on Unix, never (the map is written instead).
 fn same_file(id: &FileId, map: &Bytes) -> Option<std::fs::File> {
-    let f = std::fs::File::open(&id.path).ok()?;
+    let f = crate::formats::open_regular(&id.path).ok()?;
     let meta = f.metadata().ok()?;
     if meta.len() != map.len() as u64 || !meta.is_file() {
         return None;

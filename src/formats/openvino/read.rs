@@ -29,6 +29,97 @@ pub(super) struct ConstSpec {
     typed: Option<(DType, Vec<u64>)>,
 }
 
+/// OpenVINO's element type names (`ov::element::Type_t`).
+const OV_ELEMENT_TYPES: &[&str] = &[
+    "undefined",
+    "dynamic",
+    "boolean",
+    "bf16",
+    "f16",
+    "f32",
+    "f64",
+    "i4",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u1",
+    "u2",
+    "u3",
+    "u4",
+    "u6",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "nf4",
+    "f8e4m3",
+    "f8e5m2",
+    "string",
+    "f4e2m1",
+    "f8e8m0",
+];
+
+/// True when OpenVINO's IR reader accepts `s` as an `element_type` (or `destination_type`):
+/// an element type name in any case (measured with openvino 2025: `F32`, `Boolean` are read,
+/// `q99`, `fp32`, `bool` are refused).
+pub(super) fn valid_element_type(s: &str) -> bool {
+    OV_ELEMENT_TYPES.iter().any(|n| n.eq_ignore_ascii_case(s))
+}
+
+/// True when OpenVINO's IR reader accepts `s` as a port `precision`: an element type name in
+/// lower case, in upper case (except `UNDEFINED`, `DYNAMIC`, `BOOLEAN`, `F16`, `F32`, `F64`),
+/// or a legacy name `FP16`, `FP32`, `FP64`, `BOOL`, `BIN`, `UNSPECIFIED` (measured with
+/// openvino 2025; mixed case such as `Fp16` is refused).
+pub(super) fn valid_precision(s: &str) -> bool {
+    const LEGACY: &[&str] = &["FP16", "FP32", "FP64", "BOOL", "BIN", "UNSPECIFIED"];
+    const NO_UPPER: &[&str] = &["undefined", "dynamic", "boolean", "f16", "f32", "f64"];
+    OV_ELEMENT_TYPES.contains(&s)
+        || LEGACY.contains(&s)
+        || (s.bytes().all(|b| !b.is_ascii_lowercase())
+            && OV_ELEMENT_TYPES
+                .iter()
+                .any(|n| !NO_UPPER.contains(n) && n.eq_ignore_ascii_case(s)))
+}
+
+/// Refuses element types OpenVINO's reader refuses: `element_type` / `destination_type` of the
+/// layer's `<data>` and the `precision` of each port, naming the layer and the attribute.
+pub(super) fn check_element_types(path: &Path, layer: El<'_, '_>) -> Result<()> {
+    if let Some(data) = layer.child("data") {
+        for attr in ["element_type", "destination_type"] {
+            if let Some(v) = data.attr(attr) {
+                if !valid_element_type(v) {
+                    return Err(layer_err(
+                        path,
+                        layer,
+                        format!("<data {attr}=\"{v}\">: not an OpenVINO element type"),
+                    ));
+                }
+            }
+        }
+    }
+    for group in ["input", "output"] {
+        let Some(g) = layer.child(group) else {
+            continue;
+        };
+        for port in g.elements().filter(|e| e.name() == "port") {
+            if let Some(v) = port.attr("precision") {
+                if !valid_precision(v) {
+                    return Err(layer_err(
+                        path,
+                        layer,
+                        format!(
+                            "{group} port {}: precision=\"{v}\" is not an OpenVINO element type",
+                            port.attr("id").unwrap_or("?")
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 pub(super) fn const_spec(path: &Path, layer: El<'_, '_>) -> Result<ConstSpec> {
     let data = layer
         .child("data")
@@ -146,14 +237,65 @@ pub(super) fn output_value(path: &Path, layer: El<'_, '_>, port: El<'_, '_>) -> 
             )
         })?);
     }
+    let mut shape = Some(shape);
+    // `ov.save_model` writes a Parameter's intervals only in its `shape` attribute
+    // (`shape="..2000,10..20,3..,?"`; the port dims say `-1`) and a dynamic rank as
+    // `shape="..."` with no port dims.
+    if layer.attr("type") == Some("Parameter") {
+        if let Some(text) = layer.child("data").and_then(|d| d.attr("shape")) {
+            shape = merge_parameter_shape(shape, text).map_err(|m| layer_err(path, layer, m))?;
+        }
+    }
     Ok(Value {
         name: port.attr("names").unwrap_or_default().to_string(),
-        ty: ValueType {
-            dtype,
-            shape: Some(shape),
-        },
+        ty: ValueType { dtype, shape },
         ty_changed: false,
     })
+}
+
+/// A Parameter's `shape` attribute over its port dims: `...` is a dynamic rank (`None`); else
+/// each dim of the attribute (`N`, `-1`, `?`, `lo..hi`, `..hi`, `lo..`) replaces an unknown port
+/// dim, and a known or narrower port dim stays. The ranks must agree when the port has dims.
+fn merge_parameter_shape(
+    port: Option<Vec<DeclaredDim>>,
+    text: &str,
+) -> std::result::Result<Option<Vec<DeclaredDim>>, String> {
+    let t = text.trim();
+    if t == "..." {
+        return Ok(match port {
+            Some(p) if !p.is_empty() => Some(p),
+            _ => None,
+        });
+    }
+    let attr: Vec<DeclaredDim> = if t.is_empty() {
+        Vec::new()
+    } else {
+        t.split(',')
+            .map(|d| {
+                parse_dim(d).ok_or_else(|| {
+                    format!("Parameter shape '{t}': dim '{}' is not valid", d.trim())
+                })
+            })
+            .collect::<std::result::Result<_, _>>()?
+    };
+    match port {
+        Some(p) if p.is_empty() => Ok(Some(attr)),
+        Some(p) if p.len() == attr.len() => Ok(Some(
+            p.into_iter()
+                .zip(attr)
+                .map(|(pd, ad)| match pd {
+                    DeclaredDim::Unknown => ad,
+                    other => other,
+                })
+                .collect(),
+        )),
+        Some(p) => Err(format!(
+            "Parameter shape '{t}' has rank {} but its port has {} dims",
+            attr.len(),
+            p.len()
+        )),
+        None => Ok(Some(attr)),
+    }
 }
 
 pub(super) fn port_ids(path: &Path, layer: El<'_, '_>, group: &str) -> Result<Vec<i64>> {
@@ -226,6 +368,7 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
         let id =
             parse_int(el, "id").ok_or_else(|| layer_err(path, el, "layer has no valid 'id'"))?;
         let op_type = el.attr("type").unwrap_or_default();
+        check_element_types(path, el)?;
         let input_ports = port_ids(path, el, "input")?;
         let output_ports = port_ids(path, el, "output")?;
         {
@@ -272,10 +415,12 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
         }
         // Constants inside bodies must fit the .bin too (they are written back as they are).
         let b0 = self.body_consts.len();
-        for l in el
-            .descendants()
-            .filter(|l| l.name() == "layer" && l.attr("type") == Some("Const"))
-        {
+        for l in el.descendants().filter(|l| l.name() == "layer") {
+            // Body layers too: OpenVINO's reader refuses the model for any of them.
+            check_element_types(path, l)?;
+            if l.attr("type") != Some("Const") {
+                continue;
+            }
             let spec = const_spec(path, l)?;
             check_range(path, &self.bin_path, l, bin, spec.offset, spec.size)?;
             self.body_consts.push((spec.offset, spec.size));
@@ -412,6 +557,7 @@ impl OvModel {
             op: String::new(),
             message: "the graph has a cycle through this layer".into(),
         })?;
+        dynamic_rank_downstream(&mut graph);
         let loaded_nodes = graph.g.node_count();
         let loaded_edges = graph.g.edge_count();
         Ok(OvModel {
@@ -435,6 +581,47 @@ impl OvModel {
 }
 
 pub(super) type PortRef = (NodeIndex, usize, i64);
+
+/// OpenVINO writes a dynamic-rank port with no `<dim>`s, exactly as a scalar. Below a
+/// dynamic-rank Parameter, a dim-less output of an op is therefore read as "rank unknown" (a
+/// scalar there loses its rank, which is safe; the reverse would be wrong).
+fn dynamic_rank_downstream(graph: &mut Graph) {
+    let Ok(order) = graph.topo_order() else {
+        return;
+    };
+    let mut dynamic: HashSet<NodeIndex> = HashSet::new();
+    for ix in order {
+        let node = graph.node(ix);
+        let is_param = node.kind == NodeKind::Op && node.op_type == "Parameter";
+        if is_param {
+            if node.outputs.iter().any(|v| v.ty.shape.is_none()) {
+                dynamic.insert(ix);
+            }
+            continue;
+        }
+        if node.kind != NodeKind::Op {
+            continue;
+        }
+        let fed = graph
+            .g
+            .neighbors_directed(ix, petgraph::Direction::Incoming)
+            .any(|p| dynamic.contains(&p));
+        if !fed {
+            continue;
+        }
+        let n = graph.node_mut(ix);
+        let mut any = false;
+        for v in &mut n.outputs {
+            if v.ty.shape.as_ref().is_some_and(Vec::is_empty) {
+                v.ty.shape = None;
+                any = true;
+            }
+        }
+        if any {
+            dynamic.insert(ix);
+        }
+    }
+}
 
 /// The error for an `<edge>` whose attributes are not all integers.
 pub(super) fn bad_edge(path: &Path, source: &[u8], span: Range<usize>) -> Error {

@@ -39,20 +39,21 @@ pub(super) enum Out<'a> {
 /// Ranges at least this long are copied file to file.
 pub(super) const COPY_MIN: usize = 1 << 16;
 
-/// Writes `parts` atomically to `target` (a temporary file beside it, then a rename). Original
-/// ranges come from `orig` (the map of the file read), or, for long ones, straight from
-/// `orig_file` while it is still that file (`copy_file_range` on Linux).
-pub(super) fn write_copying<'a>(
+/// Writes `parts` to a temporary file beside `target`, to be renamed over it by
+/// [`crate::formats::output::commit`]. Original ranges come from `orig` (the map of the file
+/// read), or, for long ones, straight from `orig_file` while it is still that file
+/// (`copy_file_range` on Linux).
+pub(super) fn stage_copying<'a>(
     target: &Path,
     parts: impl Iterator<Item = Out<'a>>,
     orig: &Bytes,
     orig_file: Option<&FileId>,
-) -> Result<()> {
+) -> Result<crate::formats::output::Staged> {
     let io = |source| Error::Io {
         path: target.to_path_buf(),
         source,
     };
-    let mut tmp = crate::formats::temp_beside(target)?;
+    let mut tmp = crate::formats::output::Staged::new(target)?;
     let mut from = orig_file.and_then(|p| same_file(p, orig));
     {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
@@ -76,8 +77,7 @@ pub(super) fn write_copying<'a>(
         }
         w.flush().map_err(io)?;
     }
-    tmp.persist(target).map_err(|e| io(e.error))?;
-    Ok(())
+    Ok(tmp)
 }
 
 /// Copies bytes `r` of `from` to the end of `out` (`copy_file_range` on Linux).

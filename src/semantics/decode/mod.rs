@@ -9,7 +9,10 @@ mod strided_slice;
 
 pub use onnx_slice::onnx_slice;
 pub use ov_slice8::ov_slice8;
-pub use strided_slice::{strided_slice, Flavour, OvMasks, StridedSliceSpec, TfMasks};
+pub use strided_slice::{
+    ov_shrink_begin_mask_entries, ov_shrink_begin_mask_warning, strided_slice, Flavour, OvMasks,
+    StridedSliceSpec, TfMasks,
+};
 
 use super::plan::{AxisPlan, Bound, SlicePlan};
 use super::SliceError;

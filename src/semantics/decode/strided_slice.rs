@@ -316,6 +316,35 @@ pub fn strided_slice(
     Ok(SlicePlan { input_rank, axes })
 }
 
+/// OpenVINO StridedSlice-1: the entries where its CPU plugin and its reference evaluation (what
+/// its constant folding runs) give different results: a shrink entry (not an ellipsis or
+/// new-axis one) that also has its begin_mask bit, unless `begin` is the constant 0. The plugin
+/// keeps element 0 there (begin_mask wins), the reference keeps `begin[i]`, as TensorFlow does.
+/// slice-opt keeps `begin[i]` in every pass (fold, lower, raise, infer, check): see the README
+/// ("The shrink + begin_mask choice"); the passes warn on each such node.
+pub fn ov_shrink_begin_mask_entries(spec: &StridedSliceSpec) -> Vec<usize> {
+    (0..spec.begin.len())
+        .filter(|&i| {
+            get(&spec.shrink_axis_mask, i)
+                && get(&spec.begin_mask, i)
+                && !get(&spec.ellipsis_mask, i)
+                && !get(&spec.new_axis_mask, i)
+                && spec.begin[i] != Some(0)
+        })
+        .collect()
+}
+
+/// The warning the passes give on a node with [`ov_shrink_begin_mask_entries`].
+pub fn ov_shrink_begin_mask_warning(entries: &[usize]) -> String {
+    let list: Vec<String> = entries.iter().map(|i| i.to_string()).collect();
+    format!(
+        "OpenVINO's CPU plugin and its constant folding disagree here; folded as its constant \
+         folding computes: entry {} has shrink_axis_mask and begin_mask, and keeps element \
+         begin[i] (the CPU plugin keeps element 0)",
+        list.join(", ")
+    )
+}
+
 /// OpenVINO StridedSlice-1: the shrink indices its compiler checks, per input axis.
 ///
 /// Besides shape inference (whose decoding [`strided_slice`] follows), OpenVINO's CPU compiler

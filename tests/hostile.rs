@@ -1,0 +1,738 @@
+//! Issue 18: hostile and careless input. One test per attack of the issue, each built here in
+//! a temporary directory (nothing committed as a binary), asserting the exit code, the message,
+//! that every file that existed before is byte-identical afterwards and that no file was added
+//! (the whole temporary tree is compared, links and FIFOs included).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use prost::Message;
+use slice_opt::formats::onnx::proto;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_slice-opt")
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs slice-opt with `args`; fails the test if it runs more than 60 s (a hang).
+fn run(args: &[&Path]) -> Output {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run slice-opt");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().expect("wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("slice-opt {args:?} hangs (killed after 60 s)");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn p(s: &str) -> &Path {
+    Path::new(s)
+}
+
+/// What a tree holds: every entry by relative path, with its kind and contents.
+#[derive(Debug, PartialEq, Eq)]
+enum Entry {
+    File(Vec<u8>),
+    Dir,
+    Link(PathBuf),
+    Other(String),
+}
+
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, Entry> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .expect("read_dir")
+            .map(|e| e.expect("entry").path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            let rel = path.strip_prefix(root).expect("inside").to_path_buf();
+            let meta = std::fs::symlink_metadata(&path).expect("metadata");
+            let t = meta.file_type();
+            let e = if t.is_symlink() {
+                Entry::Link(std::fs::read_link(&path).expect("read_link"))
+            } else if t.is_dir() {
+                walk(root, &path, out);
+                Entry::Dir
+            } else if t.is_file() {
+                Entry::File(std::fs::read(&path).expect("read"))
+            } else {
+                Entry::Other(format!("{t:?}"))
+            };
+            out.insert(rel, e);
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// Asserts `out` failed with exit code 2 and a one-line message containing `needle`.
+fn assert_refused(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "exit code; stderr: {err}");
+    assert!(err.contains(needle), "stderr should say '{needle}': {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+}
+
+/// Asserts that nothing in `root` changed since `before`.
+fn assert_unchanged(root: &Path, before: &BTreeMap<PathBuf, Entry>) {
+    let after = snapshot(root);
+    let added: Vec<_> = after.keys().filter(|k| !before.contains_key(*k)).collect();
+    assert!(added.is_empty(), "files were added: {added:?}");
+    for (k, v) in before {
+        assert_eq!(after.get(k), Some(v), "{} changed", k.display());
+    }
+}
+
+fn mkfifo(path: &Path) {
+    let st = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(st.success());
+}
+
+fn f32_input(name: &str, n: i64) -> proto::ValueInfoProto {
+    use proto::type_proto::{Tensor as TT, Value as TV};
+    proto::ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(proto::TypeProto {
+            value: Some(TV::TensorType(TT {
+                elem_type: Some(1),
+                shape: Some(proto::TensorShapeProto {
+                    dim: vec![proto::tensor_shape_proto::Dimension {
+                        value: Some(proto::tensor_shape_proto::dimension::Value::DimValue(n)),
+                        ..Default::default()
+                    }],
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// An f32 initializer `name` of `n` elements in external data `location` at `offset`.
+fn external(name: &str, n: i64, location: &str, offset: u64) -> proto::TensorProto {
+    let kv = |k: &str, v: String| proto::StringStringEntryProto {
+        key: Some(k.into()),
+        value: Some(v),
+    };
+    proto::TensorProto {
+        name: Some(name.into()),
+        dims: vec![n],
+        data_type: Some(1),
+        data_location: Some(1),
+        external_data: vec![
+            kv("location", location.into()),
+            kv("offset", offset.to_string()),
+            kv("length", (n as u64 * 4).to_string()),
+        ],
+        ..Default::default()
+    }
+}
+
+/// `y = x + w0 + w1 + ...` over f32[n], with the given initializers.
+fn add_model(n: i64, inits: Vec<proto::TensorProto>) -> proto::ModelProto {
+    let mut nodes = Vec::new();
+    let mut prev = "x".to_string();
+    for (i, t) in inits.iter().enumerate() {
+        let out = if i + 1 == inits.len() {
+            "y".to_string()
+        } else {
+            format!("s{i}")
+        };
+        nodes.push(common::node(
+            "Add",
+            &format!("add{i}"),
+            &[&prev, t.name()],
+            &[&out],
+        ));
+        prev = out;
+    }
+    proto::ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(13),
+        }],
+        graph: Some(proto::GraphProto {
+            name: Some("g".into()),
+            node: nodes,
+            initializer: inits,
+            input: vec![f32_input("x", n)],
+            output: vec![f32_input("y", n)],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn write_model(path: &Path, m: &proto::ModelProto) {
+    std::fs::write(path, m.encode_to_vec()).expect("write model");
+}
+
+/// `dir/m.onnx` adding one external initializer of 4 floats read from `location`.
+fn model_with_location(dir: &Path, location: &str) -> PathBuf {
+    let m = dir.join("m.onnx");
+    write_model(&m, &add_model(4, vec![external("w", 4, location, 0)]));
+    m
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// The transform, `info` and `check` all refuse `model` with `needle`, changing nothing.
+fn every_command_refuses(root: &Path, model: &Path, out: &Path, needle: &str) {
+    let before = snapshot(root);
+    assert_refused(&run(&[model, p("-o"), out]), needle);
+    assert_refused(&run(&[p("info"), model]), needle);
+    assert_refused(&run(&[p("check"), model]), needle);
+    assert_unchanged(root, &before);
+}
+
+// 1. External data that resolves outside the model's directory.
+
+#[cfg(unix)]
+#[test]
+fn external_data_linked_outside_the_model_directory_is_refused() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("outside")).unwrap();
+    std::fs::create_dir_all(root.join("model")).unwrap();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    std::fs::write(root.join("outside/secret.bin"), [7u8; 16]).unwrap();
+    std::os::unix::fs::symlink("../outside/secret.bin", root.join("model/w.bin")).unwrap();
+    let m = model_with_location(&root.join("model"), "w.bin");
+    every_command_refuses(
+        root,
+        &m,
+        &root.join("out/m.onnx"),
+        "resolves outside the model's directory",
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn external_data_through_a_linked_folder_is_refused() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("outside")).unwrap();
+    std::fs::create_dir_all(root.join("model")).unwrap();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    std::fs::write(root.join("outside/secret.bin"), [7u8; 16]).unwrap();
+    std::os::unix::fs::symlink("../outside", root.join("model/sub")).unwrap();
+    let m = model_with_location(&root.join("model"), "sub/secret.bin");
+    every_command_refuses(
+        root,
+        &m,
+        &root.join("out/m.onnx"),
+        "resolves outside the model's directory",
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn external_data_linked_inside_the_model_directory_is_read() {
+    // The control: a link that stays inside the directory is fine (the onnx package agrees).
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("model/data")).unwrap();
+    std::fs::write(root.join("model/data/real.bin"), [0u8; 16]).unwrap();
+    std::os::unix::fs::symlink("data/real.bin", root.join("model/w.bin")).unwrap();
+    let m = model_with_location(&root.join("model"), "w.bin");
+    let out = run(&[p("info"), &m]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// 2. External data, `.bin` or model that is a FIFO: refused at once, never a hang.
+
+#[cfg(unix)]
+#[test]
+fn external_data_fifo_is_refused_without_hanging() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    mkfifo(&root.join("w.bin"));
+    let m = model_with_location(root, "w.bin");
+    every_command_refuses(root, &m, &root.join("out/m.onnx"), "is a FIFO");
+}
+
+#[cfg(unix)]
+#[test]
+fn ir_bin_fifo_and_model_fifo_are_refused_without_hanging() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::copy(repo().join("models/last_token.tf.xml"), root.join("m.xml")).unwrap();
+    mkfifo(&root.join("m.bin"));
+    every_command_refuses(root, &root.join("m.xml"), &root.join("o.xml"), "is a FIFO");
+    mkfifo(&root.join("fifo.onnx"));
+    every_command_refuses(
+        root,
+        &root.join("fifo.onnx"),
+        &root.join("o.onnx"),
+        "is a FIFO",
+    );
+}
+
+// 3. Outputs that collide with inputs, with each other, or with unrelated files.
+
+#[test]
+fn output_naming_the_input_external_data_is_refused() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::write(root.join("w.bin"), [0u8; 16]).unwrap();
+    let m = model_with_location(root, "w.bin");
+    let before = snapshot(root);
+    let out = run(&[&m, p("-o"), &root.join("w.bin")]);
+    assert_refused(&out, "(an input of this run): refusing to write over it");
+    assert_unchanged(root, &before);
+}
+
+#[test]
+fn ir_output_naming_the_input_bin_is_refused() {
+    let t = tmp();
+    let root = t.path();
+    for ext in ["xml", "bin"] {
+        std::fs::copy(
+            repo().join(format!("models/last_token.tf.{ext}")),
+            root.join(format!("m.{ext}")),
+        )
+        .unwrap();
+    }
+    let before = snapshot(root);
+    // `-o m.bin`: the .xml would go to m.bin, and so would its .bin.
+    let out = run(&[&root.join("m.xml"), p("-o"), &root.join("m.bin")]);
+    assert_refused(&out, "refusing");
+    assert_unchanged(root, &before);
+}
+
+#[test]
+fn external_data_named_like_the_output_is_refused() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::create_dir_all(root.join("b")).unwrap();
+    std::fs::write(root.join("a/out.onnx"), [0u8; 16]).unwrap();
+    let m = model_with_location(&root.join("a"), "out.onnx");
+    let before = snapshot(root);
+    let out = run(&[&m, p("-o"), &root.join("b/out.onnx")]);
+    assert_refused(&out, "the same file twice");
+    assert_unchanged(root, &before);
+}
+
+#[test]
+fn unrelated_file_named_like_a_data_file_is_not_overwritten() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::create_dir_all(root.join("b")).unwrap();
+    std::fs::write(root.join("a/w.bin"), [0u8; 16]).unwrap();
+    std::fs::write(root.join("b/w.bin"), b"somebody else's file").unwrap();
+    let m = model_with_location(&root.join("a"), "w.bin");
+    let before = snapshot(root);
+    let out = run(&[&m, p("-o"), &root.join("b/m.onnx")]);
+    assert_refused(&out, "is not a data file of the model being replaced");
+    assert_unchanged(root, &before);
+
+    // IR: an unrelated `o.bin` beside a new `o.xml`.
+    for ext in ["xml", "bin"] {
+        std::fs::copy(
+            repo().join(format!("models/last_token.tf.{ext}")),
+            root.join(format!("a/m.{ext}")),
+        )
+        .unwrap();
+    }
+    std::fs::write(root.join("b/o.bin"), b"somebody else's weights").unwrap();
+    let before = snapshot(root);
+    let out = run(&[&root.join("a/m.xml"), p("-o"), &root.join("b/o.xml")]);
+    assert_refused(&out, "is not a data file of the model being replaced");
+    assert_unchanged(root, &before);
+}
+
+#[test]
+fn rerunning_into_the_same_output_replaces_its_own_data_files() {
+    // The control for the test above: the data files of the output being replaced are ours.
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::create_dir_all(root.join("b")).unwrap();
+    std::fs::write(root.join("a/w.bin"), [0u8; 16]).unwrap();
+    let m = model_with_location(&root.join("a"), "w.bin");
+    for _ in 0..2 {
+        let out = run(&[&m, p("-o"), &root.join("b/m.onnx")]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(std::fs::read(root.join("b/w.bin")).unwrap(), [0u8; 16]);
+    for ext in ["xml", "bin"] {
+        std::fs::copy(
+            repo().join(format!("models/last_token.tf.{ext}")),
+            root.join(format!("a/m.{ext}")),
+        )
+        .unwrap();
+    }
+    for _ in 0..2 {
+        let out = run(&[&root.join("a/m.xml"), p("-o"), &root.join("b/o.xml")]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+// 4. Outputs that are devices, FIFOs or directories.
+
+#[cfg(unix)]
+#[test]
+fn output_that_is_a_device_a_fifo_or_a_directory_is_refused() {
+    use std::os::unix::fs::FileTypeExt;
+    let t = tmp();
+    let root = t.path();
+    std::fs::copy(repo().join("models/last_token.onnx"), root.join("m.onnx")).unwrap();
+    let m = root.join("m.onnx");
+    // A device node of our own (the null device, made with mknod when running as root): a
+    // regression must not be able to replace the system's /dev/null (an old build did).
+    let dev = root.join("null");
+    let made = Command::new("mknod")
+        .arg(&dev)
+        .args(["c", "1", "3"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let device = if made {
+        dev.clone()
+    } else {
+        // Not root: rename over /dev fails anyway, so /dev/null itself is safe to name.
+        PathBuf::from("/dev/null")
+    };
+    let before = snapshot(root);
+    assert_refused(&run(&[&m, p("-o"), &device]), "is a device");
+    assert!(std::fs::metadata(&device)
+        .unwrap()
+        .file_type()
+        .is_char_device());
+    std::os::unix::fs::symlink(&device, root.join("null.onnx")).unwrap();
+    mkfifo(&root.join("fifo.onnx"));
+    std::fs::create_dir(root.join("dir.onnx")).unwrap();
+    let before_links = snapshot(root);
+    assert_refused(&run(&[&m, p("-o"), &root.join("null.onnx")]), "is a device");
+    assert_refused(&run(&[&m, p("-o"), &root.join("fifo.onnx")]), "is a FIFO");
+    assert_refused(
+        &run(&[&m, p("-o"), &root.join("dir.onnx")]),
+        "is a directory",
+    );
+    // --report naming the input model.
+    assert_refused(
+        &run(&[&m, p("-o"), &root.join("o.onnx"), p("--report"), &m]),
+        "an input of this run",
+    );
+    assert_unchanged(root, &before_links);
+    assert!(before.len() < before_links.len());
+}
+
+// 5. A failure or a signal while writing leaves no file behind.
+
+#[cfg(unix)]
+#[test]
+fn disk_full_while_copying_the_second_external_file_leaves_nothing() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::create_dir_all(root.join("b")).unwrap();
+    // a.bin (16 KiB) is copied first and fits; b.bin (8 MiB) passes the file size limit.
+    let small = 4096i64;
+    let big = 2 << 20;
+    std::fs::write(root.join("a/a.bin"), vec![1u8; small as usize * 4]).unwrap();
+    std::fs::write(root.join("a/b.bin"), vec![2u8; big as usize * 4]).unwrap();
+    let m = root.join("a/m.onnx");
+    let mut model = add_model(small, vec![external("wa", small, "a.bin", 0)]);
+    // A second, larger input through its own Add, so both files are used.
+    let g = model.graph.as_mut().unwrap();
+    g.input.push(f32_input("x2", big));
+    g.output.push(f32_input("y2", big));
+    g.initializer.push(external("wb", big, "b.bin", 0));
+    g.node
+        .push(common::node("Add", "add_b", &["x2", "wb"], &["y2"]));
+    write_model(&m, &model);
+    let before = snapshot(root);
+    // A "disk" of 1 MiB for this process (RLIMIT_FSIZE; SIGXFSZ ignored so the write fails
+    // with EFBIG, as on a full disk, instead of killing the process).
+    let script = "trap '' XFSZ; ulimit -f 2048; exec \"$0\" \"$@\"";
+    let out = Command::new("sh")
+        .args(["-c", script, bin()])
+        .arg(&m)
+        .arg("-o")
+        .arg(root.join("b/m.onnx"))
+        .output()
+        .expect("sh");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("b.bin"), "names the file: {err}");
+    assert_unchanged(root, &before);
+}
+
+/// Writes an ONNX model of one uint8 initializer of `len` bytes (`y = x + w`) without holding
+/// it in memory: the initializer's bytes are the end of the file, a hole made by `set_len`.
+fn write_large_model(path: &Path, len: u64) {
+    use prost::encoding::{encode_key, encode_varint, encoded_len_varint, WireType};
+    use proto::type_proto::{Tensor as TT, Value as TV};
+    let vi = |name: &str| proto::ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(proto::TypeProto {
+            value: Some(TV::TensorType(TT {
+                elem_type: Some(2),
+                shape: Some(proto::TensorShapeProto {
+                    dim: vec![proto::tensor_shape_proto::Dimension {
+                        value: Some(proto::tensor_shape_proto::dimension::Value::DimValue(
+                            len as i64,
+                        )),
+                        ..Default::default()
+                    }],
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let graph = proto::GraphProto {
+        name: Some("g".into()),
+        node: vec![common::node("Add", "add", &["x", "w"], &["y"])],
+        input: vec![vi("x")],
+        output: vec![vi("y")],
+        ..Default::default()
+    };
+    let tensor = proto::TensorProto {
+        name: Some("w".into()),
+        dims: vec![len as i64],
+        data_type: Some(2),
+        ..Default::default()
+    };
+    let head = proto::ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(13),
+        }],
+        ..Default::default()
+    };
+    // Fields may come in any order: the initializer is the graph's last field, its raw_data
+    // the tensor's last, the graph the model's last.
+    let t = tensor.encode_to_vec();
+    let t_len = t.len() as u64 + 1 + encoded_len_varint(len) as u64 + len;
+    let g = graph.encode_to_vec();
+    let g_len = g.len() as u64 + 1 + encoded_len_varint(t_len) as u64 + t_len;
+    let mut buf = head.encode_to_vec();
+    encode_key(7, WireType::LengthDelimited, &mut buf);
+    encode_varint(g_len, &mut buf);
+    buf.extend_from_slice(&g);
+    encode_key(5, WireType::LengthDelimited, &mut buf);
+    encode_varint(t_len, &mut buf);
+    buf.extend_from_slice(&t);
+    encode_key(9, WireType::LengthDelimited, &mut buf);
+    encode_varint(len, &mut buf);
+    let f = std::fs::File::create(path).unwrap();
+    std::io::Write::write_all(&mut &f, &buf).unwrap();
+    f.set_len(buf.len() as u64 + len).unwrap();
+}
+
+#[cfg(unix)]
+#[test]
+fn a_signal_while_writing_a_512_mb_model_leaves_no_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    let m = root.join("big.onnx");
+    write_large_model(&m, 512 << 20);
+    // The model reads back (and its size is what the acceptance line asks for).
+    assert!(std::fs::metadata(&m).unwrap().len() >= 512 << 20);
+    let before = snapshot(&root.join("out"));
+    for (sig, name) in [
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+    ] {
+        let mut child = Command::new(bin())
+            .arg(&m)
+            .arg("-o")
+            .arg(root.join("out/big.onnx"))
+            .args(["--passes", "none"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn");
+        // Wait for the temporary file to appear, then interrupt.
+        let start = Instant::now();
+        let mut seen = false;
+        while start.elapsed() < Duration::from_secs(120) {
+            let tmp_exists = std::fs::read_dir(root.join("out"))
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .any(|e| e.file_name().to_string_lossy().ends_with(".tmp"));
+            if tmp_exists {
+                seen = true;
+                break;
+            }
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            seen,
+            "{name}: the write finished before a temporary file was seen"
+        );
+        // SAFETY: kill(2) on our own child's pid.
+        assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, sig) }, 0);
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(sig), "{name}: ends by the signal");
+        assert_unchanged(&root.join("out"), &before);
+    }
+}
+
+// 6. Duplicate initializer names.
+
+#[test]
+fn duplicate_initializer_names_are_refused() {
+    let t = tmp();
+    let root = t.path();
+    let w1 = common::i64_tensor("w", &[1, 2]);
+    let w2 = common::i64_tensor("w", &[3, 4]);
+    let mut m = add_model(2, vec![]);
+    let g = m.graph.as_mut().unwrap();
+    g.input = vec![];
+    g.initializer = vec![w1, w2];
+    g.node = vec![common::node("Identity", "id", &["w"], &["y"])];
+    let path = root.join("dup.onnx");
+    write_model(&path, &m);
+    every_command_refuses(
+        root,
+        &path,
+        &root.join("o.onnx"),
+        "initializer 'w' is defined twice",
+    );
+}
+
+// 9. IR that OpenVINO's reader refuses; a directory named like a model.
+
+#[test]
+fn ir_element_types_openvino_refuses_are_refused() {
+    let t = tmp();
+    let root = t.path();
+    let xml = std::fs::read_to_string(repo().join("models/last_token.tf.xml")).unwrap();
+    let bin = std::fs::read(repo().join("models/last_token.tf.bin")).unwrap();
+    // What openvino 2025 refuses ("q99" is not a member of enum element::Type_t;
+    // "Unsupported element type: q99"), in each attribute.
+    let cases = [
+        (
+            "element_type=\"f32\"",
+            "element_type=\"q99\"",
+            "element_type=\"q99\"",
+        ),
+        (
+            "precision=\"FP32\"",
+            "precision=\"q99\"",
+            "precision=\"q99\"",
+        ),
+        (
+            "precision=\"FP32\"",
+            "precision=\"Fp32\"",
+            "precision=\"Fp32\"",
+        ),
+    ];
+    for (from, to, needle) in cases {
+        assert!(xml.contains(from), "fixture has {from}");
+        let edited = xml.replacen(from, to, 1);
+        std::fs::write(root.join("m.xml"), &edited).unwrap();
+        std::fs::write(root.join("m.bin"), &bin).unwrap();
+        let before = snapshot(root);
+        let out = run(&[p("check"), &root.join("m.xml")]);
+        assert_refused(&out, needle);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("node '"), "names the layer: {err}");
+        assert_refused(
+            &run(&[&root.join("m.xml"), p("-o"), &root.join("o.xml")]),
+            needle,
+        );
+        assert_unchanged(root, &before);
+    }
+    // Inside a Loop body too.
+    let lxml = std::fs::read_to_string(repo().join("models/loop_body_slice.tf.xml")).unwrap();
+    let body = lxml.find("<body>").expect("a body");
+    let at = body
+        + lxml[body..]
+            .find("element_type=\"")
+            .expect("a body element_type");
+    let end = at + lxml[at..].find("\" ").expect("closing quote");
+    let edited = format!("{}element_type=\"q99{}", &lxml[..at], &lxml[end..]);
+    std::fs::write(root.join("l.xml"), &edited).unwrap();
+    std::fs::copy(
+        repo().join("models/loop_body_slice.tf.bin"),
+        root.join("l.bin"),
+    )
+    .unwrap();
+    assert_refused(
+        &run(&[p("check"), &root.join("l.xml")]),
+        "element_type=\"q99\"",
+    );
+    // What it reads: upper-case element types, legacy precisions.
+    let edited = xml.replacen("element_type=\"f32\"", "element_type=\"F32\"", 1);
+    std::fs::write(root.join("m.xml"), &edited).unwrap();
+    let out = run(&[p("check"), &root.join("m.xml")]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_directory_named_like_a_model_is_refused() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir(root.join("x.onnx")).unwrap();
+    std::fs::copy(
+        repo().join("models/last_token.onnx"),
+        root.join("x.onnx/m.onnx"),
+    )
+    .unwrap();
+    let before = snapshot(root);
+    assert_refused(
+        &run(&[&root.join("x.onnx"), p("-o"), &root.join("y.onnx")]),
+        "is a directory",
+    );
+    assert_refused(&run(&[p("check"), &root.join("x.onnx")]), "is a directory");
+    assert_refused(&run(&[p("info"), &root.join("x.onnx")]), "is a directory");
+    assert_unchanged(root, &before);
+}
