@@ -142,7 +142,14 @@ fn check_lists_openvino_body_slices() {
         let got: Vec<&str> = report.rows.iter().map(|r| r.path.as_str()).collect();
         assert_eq!(got, paths, "{file}");
         for r in &report.rows {
-            assert_eq!(r.verdict, Verdict::Ok, "{file} {}: {}", r.path, r.detail);
+            // `tighter`: we know more than the port declares (e.g. `0..5` where it says `?`).
+            assert!(
+                matches!(r.verdict, Verdict::Ok | Verdict::Tighter),
+                "{file} {}: {:?} {}",
+                r.path,
+                r.verdict,
+                r.detail
+            );
             assert!(r.input.starts_with('['), "{file} {}", r.path);
         }
         assert_eq!(info(&model).slices.len(), paths.len());
