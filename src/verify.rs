@@ -432,8 +432,42 @@ fn prepare(
                 break;
             }
         }
+        unique_node_names(g);
     }
     m
+}
+
+/// Renames the second and later nodes of `g` that share a name (`n`, then `n#1`, `n#2`, ...
+/// avoiding names in use). ONNX only asks node names to be unique; exporters do not always
+/// make them so (silero-vad's OpenVINO export has 43 Constants named `F0::anon`), and tract,
+/// which identifies nodes by name, then fails ("duplicate name for node"). Only tract's copy is
+/// renamed; node names are not referenced by edges, so the graph is the same.
+fn unique_node_names(g: &mut pb::GraphProto) {
+    let mut used: HashSet<String> = HashSet::with_capacity(g.node.len());
+    let mut dup = false;
+    for n in &g.node {
+        dup |= !n.name.is_empty() && !used.insert(n.name.clone());
+    }
+    if !dup {
+        return;
+    }
+    let mut seen: HashSet<String> = HashSet::with_capacity(g.node.len());
+    for n in &mut g.node {
+        if n.name.is_empty() || seen.insert(n.name.clone()) {
+            continue;
+        }
+        let mut k = 1usize;
+        let fresh = loop {
+            let c = format!("{}#{k}", n.name);
+            if !used.contains(&c) {
+                break c;
+            }
+            k += 1;
+        };
+        used.insert(fresh.clone());
+        seen.insert(fresh.clone());
+        n.name = fresh;
+    }
 }
 
 /// Replaces every `If` of `g` whose condition follows from the control inputs' values (through

@@ -494,3 +494,31 @@ fn summary_table_on_every_fixture_matches_the_report_and_the_files() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// Node names an exporter repeated (silero-vad's OpenVINO export names 43 Constants
+/// `F0::anon`): ONNX allows it, ONNX Runtime runs it, tract refuses it ("duplicate name for
+/// node"). Verification renames tract's copy and verifies the model.
+#[test]
+fn repeated_node_names_are_verified() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let m = model(proto::GraphProto {
+        name: Some("g".into()),
+        node: vec![
+            node("Neg", "dup", &["x"], &["a"]),
+            node("Neg", "dup", &["a"], &["b"]),
+            node("Slice", "dup", &["b", "starts", "ends", "axes"], &["y"]),
+        ],
+        initializer: vec![
+            i64_tensor("starts", &[1]),
+            i64_tensor("ends", &[3]),
+            i64_tensor("axes", &[0]),
+        ],
+        input: vec![value("x", 1, Some(&[Ok(4), Ok(3)]))],
+        output: vec![value("y", 1, None)],
+        ..Default::default()
+    });
+    let p = write(dir.path(), "dup.onnx", &m);
+    let m = load(&p);
+    let v = verify_onnx_with(&m, &m, &VerifyOptions::default());
+    assert!(matches!(v, Verification::Passed { .. }), "{v:?}");
+}
