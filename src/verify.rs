@@ -7,8 +7,10 @@
 //!   batch never meets a concrete one inside tract). A dim named in [`VerifyOptions::bind`]
 //!   (`--bind name=size`) takes that size. Other symbolic or unknown dims are tried with
 //!   [`DEFAULT_SIZES`] in turn (all 3; then axis 0 at 1 and the others at 64; then 1 and 512;
-//!   then 1 everywhere but the last axis at 512), the first with which tract runs the original
-//!   is kept. One name gets one size everywhere (the first input axis that names it decides).
+//!   then 1 everywhere but the last axis at 512, 256, 1024), the first with which tract runs the
+//!   original is kept. One name gets one size everywhere (the first input axis that names it
+//!   decides). The search is made for each case (control values, below) on its own, the sizes
+//!   that served the previous case first: a model may take other sizes for other values.
 //! - A scalar integer or boolean input that the graph compares with `Equal` (through `Cast`,
 //!   `Reshape`, `Squeeze`, `Unsqueeze`, `Gather`, `Identity`) or that feeds an `If` condition is
 //!   a *control input*: it is fixed as a constant before tract's analysis, once per value: every
@@ -53,8 +55,14 @@ pub enum Verification {
 
 /// Sizes tried in turn for the symbolic or unknown input dims that `bind` does not name:
 /// `(axis 0, middle axes, last axis)` of each input (a rank-1 input's one axis is its last).
-pub const DEFAULT_SIZES: [(usize, usize, usize); 4] =
-    [(3, 3, 3), (1, 64, 64), (1, 512, 512), (1, 1, 512)];
+pub const DEFAULT_SIZES: [(usize, usize, usize); 6] = [
+    (3, 3, 3),
+    (1, 64, 64),
+    (1, 512, 512),
+    (1, 1, 512),
+    (1, 1, 256),
+    (1, 1, 1024),
+];
 
 /// Default bound on the bytes of one run's inputs (and of any one intermediate tensor).
 pub const MAX_INPUT_BYTES: u64 = 1 << 30;
@@ -792,6 +800,28 @@ fn show_binding(names: &BTreeMap<String, usize>) -> String {
         .join(", ")
 }
 
+/// The sizes a case ran with: each symbol's size, and the shape of every input that has an
+/// unnamed unknown dim (`input=1x512`).
+fn show_bound(
+    data: &[&InputDecl],
+    shapes: &[Vec<usize>],
+    names: &BTreeMap<String, usize>,
+) -> String {
+    let mut parts: Vec<String> = names.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    for (d, s) in data.iter().zip(shapes) {
+        let unnamed = d
+            .dims
+            .iter()
+            .flatten()
+            .any(|x| !matches!(x, Decl::Param(_)) && !matches!(x, Decl::Known(v) if *v >= 0));
+        if unnamed {
+            let dims: Vec<String> = s.iter().map(|v| v.to_string()).collect();
+            parts.push(format!("{}={}", d.name, dims.join("x")));
+        }
+    }
+    parts.join(", ")
+}
+
 /// Runs `original` and `transformed` in tract on `opts.runs` seeded random input sets per case
 /// (a case is one value of each control input, see the module doc) and compares every output.
 /// External data is read from the original model's directory.
@@ -848,105 +878,56 @@ pub fn verify_onnx_with(
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let labelled = |label: &str, msg: &str| -> String {
+        if label.is_empty() {
+            msg.to_string()
+        } else {
+            format!("{label}: {msg}")
+        }
+    };
 
-    // Find the binding: the first try with which tract runs the original's first case.
-    let mut first_error = None;
-    let mut last_error = None;
-    let mut tries = 0;
-    let mut chosen = None;
-    for &sizes in DEFAULT_SIZES.iter() {
-        let (shapes, names) = match bind_shapes(&data, &opts.bind, sizes) {
-            Ok(s) => s,
-            Err(e) => return Verification::NotVerified(e),
-        };
-        match input_bytes(&data, &shapes) {
-            Some(n) if n <= opts.max_input_bytes => {}
-            n => {
-                if first_error.is_none() {
-                    first_error = Some(format!(
-                        "inputs too large to run: {} bytes with {} (limit {} bytes)",
-                        n.map(|n| n.to_string())
-                            .unwrap_or_else(|| "more than 2^64".into()),
-                        if names.is_empty() {
-                            "the declared shapes".to_string()
-                        } else {
-                            show_binding(&names)
-                        },
-                        opts.max_input_bytes
-                    ));
+    // Each case gets its binding: the first try of the sizes with which tract runs the original
+    // in that case (a control value may need other sizes than the others: silero-vad takes 512
+    // samples at sr=16000 and 256 at sr=8000). Sizes that served a case are tried first next.
+    let mut order: Vec<Sizes> = DEFAULT_SIZES.to_vec();
+    let mut bound = Vec::with_capacity(cases.len());
+    for case in &cases {
+        match find_binding(&a, &dir, &data, case, &order, opts) {
+            Err(BindError::Fatal(e)) => return Verification::NotVerified(e),
+            Err(BindError::NoSize(e)) => bound.push(Err(e)),
+            Ok(found) => {
+                if let Some(i) = order.iter().position(|s| *s == found.sizes) {
+                    let s = order.remove(i);
+                    order.insert(0, s);
                 }
-                continue;
+                bound.push(Ok(found));
             }
         }
-        tries += 1;
-        let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let tensors: Result<Vec<Tensor>, String> = data
-            .iter()
-            .zip(&shapes)
-            .map(|(d, s)| random_tensor(d, s, &mut rng))
-            .collect();
-        let tensors = match tensors {
-            Ok(t) => t,
-            Err(e) => return Verification::NotVerified(e),
+    }
+
+    let mut outputs = 0;
+    let mut verified_cases = Vec::new();
+    let mut bindings = Vec::new();
+    let mut unverified = Vec::new();
+    for (case, found) in cases.iter().zip(bound) {
+        let label = show_case(case);
+        let Bound {
+            shapes,
+            names,
+            plan: plan_a,
+            ..
+        } = match found {
+            Ok(f) => f,
+            Err(e) => {
+                unverified.push(labelled(&label, &e));
+                continue;
+            }
         };
         let by_name: HashMap<&str, &[usize]> = data
             .iter()
             .zip(&shapes)
             .map(|(d, s)| (d.name.as_str(), s.as_slice()))
             .collect();
-        let case = &cases[0];
-        let attempt = build(
-            &prepare(&a, &by_name, &names, case),
-            &dir,
-            &tensors,
-            opts.max_input_bytes,
-        )
-        .and_then(|plan| run(&plan, &tensors, opts.max_input_bytes).map(|_| plan));
-        match attempt {
-            Ok(_) => {
-                chosen = Some((shapes, names));
-                break;
-            }
-            Err(e) => {
-                if first_error.is_none() {
-                    first_error = Some(e.clone());
-                }
-                last_error = Some(e);
-                // Only a binding with no symbol to grow can stop early.
-                if names.is_empty()
-                    && data.iter().all(|d| {
-                        d.dims
-                            .iter()
-                            .flatten()
-                            .all(|x| matches!(x, Decl::Known(v) if *v >= 0))
-                    })
-                {
-                    break;
-                }
-            }
-        }
-    }
-    let Some((shapes, names)) = chosen else {
-        let first = first_error.unwrap_or_default();
-        return Verification::NotVerified(match last_error {
-            _ if first.starts_with("inputs too large") => first,
-            Some(last) if tries > 1 => format!(
-                "tract cannot run the original with any of {tries} sizes of the unbound input dims; with the last: {last}"
-            ),
-            _ => format!("tract cannot run the original: {first}"),
-        });
-    };
-    let by_name: HashMap<&str, &[usize]> = data
-        .iter()
-        .zip(&shapes)
-        .map(|(d, s)| (d.name.as_str(), s.as_slice()))
-        .collect();
-
-    let mut outputs = 0;
-    let mut verified_cases = Vec::new();
-    let mut unverified = Vec::new();
-    for case in &cases {
-        let label = show_case(case);
         let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut sets = Vec::new();
         for _ in 0..opts.runs.max(1) {
@@ -960,18 +941,6 @@ pub fn verify_onnx_with(
                 Err(e) => return Verification::NotVerified(e),
             }
         }
-        let plan_a = match build(
-            &prepare(&a, &by_name, &names, case),
-            &dir,
-            &sets[0],
-            opts.max_input_bytes,
-        ) {
-            Ok(p) => p,
-            Err(e) => {
-                unverified.push(format!("{label}: tract cannot run the original: {e}"));
-                continue;
-            }
-        };
         let plan_b = match build(
             &prepare(&b, &by_name, &names, case),
             &dir,
@@ -995,7 +964,10 @@ pub fn verify_onnx_with(
             let want = match run(&plan_a, inputs, opts.max_input_bytes) {
                 Ok(o) => o,
                 Err(e) => {
-                    unverified.push(format!("{label}: tract cannot run the original: {e}"));
+                    unverified.push(labelled(
+                        &label,
+                        &format!("tract cannot run the original: {e}"),
+                    ));
                     case_ok = false;
                     break;
                 }
@@ -1029,17 +1001,34 @@ pub fn verify_onnx_with(
         }
         if case_ok {
             verified_cases.push(label);
+            bindings.push(show_bound(&data, &shapes, &names));
         }
     }
     if verified_cases.is_empty() {
         return Verification::NotVerified(unverified.join("; "));
     }
     let mut detail = Vec::new();
-    if !names.is_empty() {
-        detail.push(format!("dims bound: {}", show_binding(&names)));
-    }
-    if !controls.is_empty() {
-        detail.push(format!("control inputs: {}", verified_cases.join(" | ")));
+    let one_binding = bindings.windows(2).all(|w| w[0] == w[1]);
+    if one_binding {
+        if !bindings[0].is_empty() {
+            detail.push(format!("dims bound: {}", bindings[0]));
+        }
+        if !controls.is_empty() {
+            detail.push(format!("control inputs: {}", verified_cases.join(" | ")));
+        }
+    } else {
+        let shown: Vec<String> = verified_cases
+            .iter()
+            .zip(&bindings)
+            .map(|(c, n)| {
+                if n.is_empty() {
+                    c.clone()
+                } else {
+                    format!("{c} (dims bound: {n})")
+                }
+            })
+            .collect();
+        detail.push(format!("control inputs: {}", shown.join(" | ")));
     }
     if !unverified.is_empty() {
         detail.push(format!("NOT verified for {}", unverified.join("; ")));
@@ -1049,6 +1038,116 @@ pub fn verify_onnx_with(
         outputs,
         detail: detail.join("; "),
     }
+}
+
+/// `(axis 0, middle axes, last axis)` sizes for the unbound input dims, see [`DEFAULT_SIZES`].
+type Sizes = (usize, usize, usize);
+
+/// The binding found for one case, with the original's plan built for it.
+struct Bound {
+    shapes: Vec<Vec<usize>>,
+    names: BTreeMap<String, usize>,
+    plan: Runnable,
+    sizes: Sizes,
+}
+
+enum BindError {
+    /// Verification cannot run at all (an input without a declared shape, an unsupported type).
+    Fatal(String),
+    /// No size in the list lets tract run the original in this case.
+    NoSize(String),
+}
+
+/// Tries `order` in turn for the case `case`: the first sizes with which tract builds and runs
+/// the original (one seeded random input set) are kept.
+fn find_binding(
+    a: &pb::ModelProto,
+    dir: &Path,
+    data: &[&InputDecl],
+    case: &[(&InputDecl, i64)],
+    order: &[Sizes],
+    opts: &VerifyOptions,
+) -> Result<Bound, BindError> {
+    let mut first_error = None;
+    let mut last_error = None;
+    let mut tries = 0;
+    for &sizes in order {
+        let (shapes, names) = bind_shapes(data, &opts.bind, sizes).map_err(BindError::Fatal)?;
+        match input_bytes(data, &shapes) {
+            Some(n) if n <= opts.max_input_bytes => {}
+            n => {
+                if first_error.is_none() {
+                    first_error = Some(format!(
+                        "inputs too large to run: {} bytes with {} (limit {} bytes)",
+                        n.map(|n| n.to_string())
+                            .unwrap_or_else(|| "more than 2^64".into()),
+                        if names.is_empty() {
+                            "the declared shapes".to_string()
+                        } else {
+                            show_binding(&names)
+                        },
+                        opts.max_input_bytes
+                    ));
+                }
+                continue;
+            }
+        }
+        tries += 1;
+        let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let tensors: Vec<Tensor> = data
+            .iter()
+            .zip(&shapes)
+            .map(|(d, s)| random_tensor(d, s, &mut rng))
+            .collect::<Result<_, _>>()
+            .map_err(BindError::Fatal)?;
+        let by_name: HashMap<&str, &[usize]> = data
+            .iter()
+            .zip(&shapes)
+            .map(|(d, s)| (d.name.as_str(), s.as_slice()))
+            .collect();
+        let attempt = build(
+            &prepare(a, &by_name, &names, case),
+            dir,
+            &tensors,
+            opts.max_input_bytes,
+        )
+        .and_then(|plan| run(&plan, &tensors, opts.max_input_bytes).map(|_| plan));
+        match attempt {
+            Ok(plan) => {
+                return Ok(Bound {
+                    shapes,
+                    names,
+                    plan,
+                    sizes,
+                })
+            }
+            Err(e) => {
+                if first_error.is_none() {
+                    first_error = Some(e.clone());
+                }
+                last_error = Some(e);
+                // Only a binding with no symbol to grow can stop early.
+                if names.is_empty()
+                    && data.iter().all(|d| {
+                        d.dims
+                            .iter()
+                            .flatten()
+                            .all(|x| matches!(x, Decl::Known(v) if *v >= 0))
+                    })
+                {
+                    break;
+                }
+            }
+        }
+    }
+    let first = first_error.unwrap_or_default();
+    Err(BindError::NoSize(match last_error {
+        _ if first.starts_with("inputs too large") => first,
+        Some(last) if tries > 1 => format!(
+            "tract cannot run the original with any of {tries} sizes of the unbound input dims; with the last: {last}"
+        ),
+        _ => format!("tract cannot run the original: {first}"),
+    }))
 }
 
 fn first_line(e: &anyhow::Error) -> String {

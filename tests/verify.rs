@@ -305,6 +305,64 @@ fn if_on_an_input_runs_both_branches() {
     }
 }
 
+/// `y = If(Equal(sr, 16000), Reshape(x, [2, 256]), Reshape(x, [1, 256]))` on `x: [1, ?]`:
+/// like silero-vad, each value of `sr` runs only with its own number of samples (512, 256).
+fn if_sized_model() -> proto::ModelProto {
+    let branch = |name: &str, shape: &[i64]| proto::GraphProto {
+        name: Some(name.into()),
+        node: vec![node(
+            "Reshape",
+            &format!("{name}_reshape"),
+            &["x", &format!("{name}_shape")],
+            &[&format!("{name}_y")],
+        )],
+        initializer: vec![i64_tensor(&format!("{name}_shape"), shape)],
+        output: vec![value(&format!("{name}_y"), 1, None)],
+        ..Default::default()
+    };
+    let graph_attr = |name: &str, g: proto::GraphProto| proto::AttributeProto {
+        name: Some(name.into()),
+        g: Some(Box::new(g)),
+        r#type: Some(proto::attribute_proto::AttributeType::Graph as i32),
+        ..Default::default()
+    };
+    let mut iff = node("If", "if", &["cond"], &["y"]);
+    iff.attribute
+        .push(graph_attr("then_branch", branch("then", &[2, 256])));
+    iff.attribute
+        .push(graph_attr("else_branch", branch("else", &[1, 256])));
+    model(proto::GraphProto {
+        name: Some("g".into()),
+        node: vec![node("Equal", "eq", &["sr", "sr16k"], &["cond"]), iff],
+        initializer: vec![scalar_i64("sr16k", 16000)],
+        input: vec![
+            value("x", 1, Some(&[Ok(1), Err("")])),
+            value("sr", 7, Some(&[])),
+        ],
+        output: vec![value("y", 1, None)],
+        ..Default::default()
+    })
+}
+
+#[test]
+fn each_control_value_gets_the_sizes_it_runs_with() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let a = load(&write(dir.path(), "a.onnx", &if_sized_model()));
+    let opts = VerifyOptions::default();
+    match verify_onnx_with(&a, &a, &opts) {
+        Verification::Passed { detail, runs, .. } => {
+            assert!(!detail.contains("NOT verified"), "{detail}");
+            assert!(
+                detail.contains("sr=16000 (dims bound: x=1x512)"),
+                "{detail}"
+            );
+            assert!(detail.contains("sr=8000 (dims bound: x=1x256)"), "{detail}");
+            assert_eq!(runs, 2 * opts.runs, "{detail}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[test]
 fn symbolic_dims_are_bound_everywhere_before_analysis() {
     // The output declares the input's symbol: tract must see one concrete size for both.
