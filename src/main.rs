@@ -369,6 +369,7 @@ fn transform_one(
         file_size(output),
         start.elapsed().as_secs_f64(),
     ));
+    report.verification = verification.clone();
     // Freeing a model of a million small allocations takes a noticeable share of a run: do it
     // off the critical path (the process may exit before it finishes, which is fine).
     std::thread::spawn(move || drop((model, original)));

@@ -130,4 +130,8 @@ pub struct Report {
     /// command line and the Python package do): see [`crate::summary`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<crate::summary::Summary>,
+    /// The `--verify` line, when the command line verified the result: "verified in tract-onnx:
+    /// ...", "NOT verified: <why>", or "rewrites validated by the semantics core" (IR).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<String>,
 }

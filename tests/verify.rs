@@ -580,3 +580,39 @@ fn repeated_node_names_are_verified() {
     let v = verify_onnx_with(&m, &m, &VerifyOptions::default());
     assert!(matches!(v, Verification::Passed { .. }), "{v:?}");
 }
+
+/// `--report` carries the verification line (`-q` silences only stderr): verified on a model
+/// tract runs, "NOT verified" naming the op on one with a `Loop` (tract-onnx has none).
+#[test]
+fn report_json_carries_the_verification() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (model, want) in [
+        ("qkv_split.onnx", "verified in tract-onnx"),
+        ("loop_body_slice.onnx", "NOT verified"),
+    ] {
+        let out = dir.path().join(model);
+        let report = dir.path().join(format!("{model}.json"));
+        let o = slice_opt(&[
+            &format!("models/{model}"),
+            "-o",
+            out.to_str().expect("utf8"),
+            "--verify",
+            "-q",
+            "--report",
+            report.to_str().expect("utf8"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+        let line = json["verification"].as_str().unwrap_or_default();
+        assert!(line.starts_with(want), "{model}: {line}");
+        if model.starts_with("loop") {
+            assert!(line.contains("Loop"), "{line}");
+        }
+    }
+}

@@ -21,15 +21,19 @@ Per model (ONNX and IR), `check` measures and prints:
   lowerraise outputs equal after `--passes lower,raise` (ONNX: then a separate `--passes lower` run,
              since ONNX Runtime cannot run the org.tensorflow StridedSlice that `raise` writes)
   roundtrip  `--passes none` writes byte-identical files
+  verify     (ONNX) `--verify` after the default passes says "verified in tract-onnx" with no case
+             left unverified; a model with an op tract-onnx does not implement ("Unimplemented(Op)"
+             in tract's reason) is reported as such and passes the measure (issue 20)
 
 `--require` names the measures that make the exit code 1 when they fail (default: all of
-`listed,rank,default,lowerraise,roundtrip`); every measure is printed either way.
+`listed,rank,default,lowerraise,roundtrip,verify`); every measure is printed either way.
 """
 
 import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,7 +83,7 @@ CONVERT_INPUT = {
     "silero_vad__silero_vad_half": [("input", [1, 512]), ("state", [2, 1, 128])],
 }
 
-MEASURES = ["listed", "rank", "default", "lowerraise", "roundtrip"]
+MEASURES = ["listed", "rank", "default", "lowerraise", "roundtrip", "verify"]
 
 
 def repo_root():
@@ -421,6 +425,26 @@ def check(args):
                 for f in files_of(out):
                     if os.path.exists(f):
                         os.remove(f)
+            if kind == "onnx":
+                out = os.path.join(tmp, f"verify_{stem}.onnx")
+                rep = os.path.join(tmp, f"verify_{stem}.json")
+                r = subprocess.run([bin_, path, "-o", out, "-q", "--verify", "--report", rep],
+                                   capture_output=True, text=True)
+                line = ""
+                if r.returncode == 0:
+                    with open(rep) as f:
+                        line = json.load(f).get("verification", "")
+                    for f in files_of(out) + [rep]:
+                        if os.path.exists(f):
+                            os.remove(f)
+                row["verification"] = line
+                lacking = re.findall(r"Unimplemented\((\w+)\)", line)
+                if r.returncode != 0:
+                    problems["verify"] = f"exit {r.returncode}: {r.stderr.strip()[:300]}"
+                elif line.startswith("NOT verified") and lacking:
+                    row["tract_lacks"] = sorted(set(lacking))
+                elif not line.startswith("verified") or "NOT verified" in line:
+                    problems["verify"] = line[:300]
             row["problems"] = problems
             row["seconds"] = round(time.time() - t0, 2)
             results.append(row)
@@ -429,6 +453,8 @@ def check(args):
             flag = "FAIL" if bad else ("warn" if problems else "ok  ")
             print(f"{flag} {kind:4} {stem:55} slices {total:3} listed {len(rows):3} "
                   f"rank ours {ours_ranked:3} ref {ref_ranked:3}  ({row['seconds']} s)")
+            if row.get("tract_lacks"):
+                print(f"       verify: not verified, tract-onnx does not implement {', '.join(row['tract_lacks'])}")
             for m, p in problems.items():
                 print(f"       {m}{'' if m in required else ' (not required)'}: {p}")
     if args.json:
