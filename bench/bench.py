@@ -298,7 +298,7 @@ def main():
     ap.add_argument("--peer-reps", type=int, default=1, help="runs of each peer (best wall)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
     ap.add_argument("--models", default="nodes_1k.onnx,nodes_10k.onnx,nodes_100k.onnx,"
-                    "nodes_100k.xml,big_1gb.onnx,big_1gb.xml")
+                    "nodes_100k.xml,big_1gb.onnx,big_1gb.xml,concat_100k.onnx")
     ap.add_argument("--skip-peers", action="store_true")
     args = ap.parse_args()
 

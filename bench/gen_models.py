@@ -25,6 +25,10 @@ The 128-wide branch outputs are summed pairwise (a balanced Add tree, depth log2
                     `w[:, 0:128]` (what a fused-QKV split gives) feeding MatMuls, plus 2,000
                     small constant slice chains.
 
+* concat_100k.onnx -- issue 18's attack 7: a Concat of 100,000 graph inputs ([1, 2] float32)
+                    sliced `c[1:-1]`, and a Concat of 100,000 constant scalars ([1] int64) whose
+                    Gather gives the start of a second Slice (fold evaluates that chain).
+
 A manifest.json beside the models records node counts and sizes for run.sh.
 """
 
@@ -228,6 +232,29 @@ def build_weight_slice(n_weights=32, dim=2048, chains=2000, seed=0):
     return model
 
 
+def build_concat(k):
+    inputs = [helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, 2]) for i in range(k)]
+    inputs.append(helper.make_tensor_value_info("v", TensorProto.FLOAT, [k + 5]))
+    inits = [helper.make_tensor(f"k{i}", TensorProto.INT64, [1], [i]) for i in range(k)]
+    inits += [
+        helper.make_tensor("s1", TensorProto.INT64, [1], [1]),
+        helper.make_tensor("e1", TensorProto.INT64, [1], [-1]),
+        helper.make_tensor("g", TensorProto.INT64, [1], [3]),
+        helper.make_tensor("e2", TensorProto.INT64, [1], [k]),
+    ]
+    nodes = [
+        helper.make_node("Concat", [f"x{i}" for i in range(k)], ["c"], axis=0, name="concat_inputs"),
+        helper.make_node("Slice", ["c", "s1", "e1"], ["y"], name="slice_inputs"),
+        helper.make_node("Concat", [f"k{i}" for i in range(k)], ["kc"], axis=0, name="concat_consts"),
+        helper.make_node("Gather", ["kc", "g"], ["start"], axis=0, name="gather"),
+        helper.make_node("Slice", ["v", "start", "e2"], ["z"], name="slice_consts"),
+    ]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [k - 2, 2]),
+               helper.make_tensor_value_info("z", TensorProto.FLOAT, [k - 3])]
+    graph = helper.make_graph(nodes, "slice_opt_concat", inputs, outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def check_onnx(path, big, run=True):
     if big:
         onnx.checker.check_model(path)  # by path: works for >2GB-protobuf-safe models too
@@ -310,6 +337,7 @@ def main():
         ("wide_10k", 10000, "wide", False),
         ("wide_100k", 100000, "wide", False),
         ("weight_slice", 32, "weight_slice", False),
+        ("concat_100k", 100000, "concat", False),
     ]
     for name, n, weights, ir in specs:
         path = os.path.join(args.out, name + ".onnx")
@@ -322,6 +350,8 @@ def main():
             model = build_wide(n)
         elif weights == "weight_slice":
             model = build_weight_slice(n)
+        elif weights == "concat":
+            model = build_concat(n)
         else:
             model = build(n, weights)
         info = {
@@ -336,7 +366,7 @@ def main():
         if not args.no_check:
             # ONNX Runtime session creation is superlinear in this fan-out (7 s at 10k): the
             # 100k model gets onnx.checker only.
-            if weights in ("wide", "weight_slice"):
+            if weights in ("wide", "weight_slice", "concat"):
                 onnx.checker.check_model(path)
             else:
                 check_onnx(path, weights, run=n <= 10000)
