@@ -35,6 +35,8 @@ enum P {
     ConstI32(Vec<i32>),
     /// A Parameter of this length (values unknown).
     Param(usize),
+    /// Not given (StridedSlice without its optional stride input).
+    Absent,
 }
 
 struct Case {
@@ -98,6 +100,7 @@ fn build(case: &Case) -> (String, Vec<u8>) {
     ]
     .into_iter()
     .flatten()
+    .filter(|p| !matches!(p, P::Absent))
     .collect();
     for (i, p) in params.iter().enumerate() {
         let id = i + 1;
@@ -105,6 +108,7 @@ fn build(case: &Case) -> (String, Vec<u8>) {
             P::Const(v) => v.len(),
             P::ConstI32(v) => v.len(),
             P::Param(n) => *n,
+            P::Absent => unreachable!("filtered out"),
         };
         match p {
             P::Const(v) => {
@@ -123,6 +127,7 @@ fn build(case: &Case) -> (String, Vec<u8>) {
                     len * 4
                 ));
             }
+            P::Absent => {}
             P::Param(_) => layers.push_str(&format!(
                 "<layer id=\"{id}\" name=\"p{id}\" type=\"Parameter\" version=\"opset1\"><data shape=\"{len}\" element_type=\"i64\"/><output><port id=\"0\" precision=\"I64\" names=\"p{id}\"><dim>{len}</dim></port></output></layer>\n"
             )),
@@ -792,6 +797,19 @@ fn cpu_cases() -> Vec<Case> {
             vec![1, 1, 1],
             &[1, 2, 2],
         ),
+        // The same as `make_op` literally builds it: 3 inputs (the stride input is optional in
+        // StridedSlice-1; OpenVINO reads such an IR and infers [1,2,2]).
+        Case {
+            name: "StridedSliceStaticShapeInferenceTest.default_stride_3_inputs",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"0,1,0\" end_mask=\"0,1,0\" new_axis_mask=\"\" shrink_axis_mask=\"\" ellipsis_mask=\"\"",
+            data: Some(vec![s(3), s(2), s(3)]),
+            start: P::Const(vec![0, 0, 0]),
+            stop: P::Const(vec![1, 0, 2]),
+            step: P::Absent,
+            axes: None,
+            expected: Some(vec![s(1), s(2), s(2)]),
+        },
         // slice_shape_inference_test.cpp
         Case {
             name: "SliceStaticShapeInferenceTest.reverse_steps_start_stop_outside_dimension_default_axes",
@@ -982,13 +1000,31 @@ fn cpu_cases() -> Vec<Case> {
 #[test]
 fn openvino_cpu_plugin_shape_inference_cases() {
     let cases = cpu_cases();
-    assert_eq!(cases.len(), 8 + 3 + 16);
+    assert_eq!(cases.len(), 8 + 1 + 3 + 16);
     let counts = run_cases(
         "ov CPU plugin shape_inference_test (slice, strided_slice)",
         cases,
     );
     // Tighter: the two `max_d` axes OpenVINO leaves unbounded, bounded by dims <= i64::MAX.
-    assert_eq!(counts, (95, 93, 2));
+    assert_eq!(counts, (98, 96, 2));
+}
+
+/// The same cases on the data Parameter these tests actually make (`PartialShape::dynamic()`,
+/// written `shape="..."`), before static shapes are given: the output rank is unknown, as
+/// OpenVINO's `read_model` of the same IR says (`[...]`, checked with `tools/ov_cases_check.py`).
+#[test]
+fn openvino_cpu_plugin_cases_on_dynamic_rank_data() {
+    let cases: Vec<Case> = cpu_cases()
+        .into_iter()
+        .map(|c| Case {
+            name: Box::leak(format!("{}/dynamic_rank", c.name).into_boxed_str()),
+            data: None,
+            expected: None,
+            ..c
+        })
+        .collect();
+    let counts = run_cases("ov CPU plugin cases, dynamic-rank data", cases);
+    assert_eq!(counts, (28, 28, 0));
 }
 
 /// `(lo, hi)` with `hi = None` unbounded, from OpenVINO's spelling.
