@@ -1,4 +1,6 @@
-//! Issue #16, acceptance 3: OpenVINO's own shape-inference tests for Slice-8, transcribed.
+//! Issue #16, acceptance 3: OpenVINO's own shape-inference tests for Slice-8 and StridedSlice-1,
+//! transcribed: the `type_prop` tests (`openvino_type_prop_slice_cases`) and the CPU plugin's
+//! shape-inference unit tests (`openvino_cpu_plugin_shape_inference_cases`, see `cpu_cases`).
 //!
 //! Each case is built as IR the way `ov.save_model` writes it (the data Parameter's intervals in
 //! its `shape` attribute, its port dims `-1`; dynamic rank as `shape="..."` with no port dims),
@@ -29,8 +31,12 @@ const DYN: D = (0, -1);
 /// How a slice parameter input is given.
 enum P {
     Const(Vec<i64>),
+    /// A Const of element type `i32` (OpenVINO's CPU-plugin tests build begin/end/stride so).
+    ConstI32(Vec<i32>),
     /// A Parameter of this length (values unknown).
     Param(usize),
+    /// Not given (StridedSlice without its optional stride input).
+    Absent,
 }
 
 struct Case {
@@ -94,12 +100,15 @@ fn build(case: &Case) -> (String, Vec<u8>) {
     ]
     .into_iter()
     .flatten()
+    .filter(|p| !matches!(p, P::Absent))
     .collect();
     for (i, p) in params.iter().enumerate() {
         let id = i + 1;
         let len = match p {
             P::Const(v) => v.len(),
+            P::ConstI32(v) => v.len(),
             P::Param(n) => *n,
+            P::Absent => unreachable!("filtered out"),
         };
         match p {
             P::Const(v) => {
@@ -110,6 +119,15 @@ fn build(case: &Case) -> (String, Vec<u8>) {
                     len * 8
                 ));
             }
+            P::ConstI32(v) => {
+                let offset = bin.len();
+                bin.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+                layers.push_str(&format!(
+                    "<layer id=\"{id}\" name=\"p{id}\" type=\"Const\" version=\"opset1\"><data element_type=\"i32\" shape=\"{len}\" offset=\"{offset}\" size=\"{}\"/><output><port id=\"0\" precision=\"I32\"><dim>{len}</dim></port></output></layer>\n",
+                    len * 4
+                ));
+            }
+            P::Absent => {}
             P::Param(_) => layers.push_str(&format!(
                 "<layer id=\"{id}\" name=\"p{id}\" type=\"Parameter\" version=\"opset1\"><data shape=\"{len}\" element_type=\"i64\"/><output><port id=\"0\" precision=\"I64\" names=\"p{id}\"><dim>{len}</dim></port></output></layer>\n"
             )),
@@ -117,8 +135,13 @@ fn build(case: &Case) -> (String, Vec<u8>) {
         edges.push_str(&format!(
             "<edge from-layer=\"{id}\" from-port=\"0\" to-layer=\"100\" to-port=\"{id}\"/>\n"
         ));
+        let precision = if matches!(p, P::ConstI32(_)) {
+            "I32"
+        } else {
+            "I64"
+        };
         inputs.push_str(&format!(
-            "<port id=\"{id}\" precision=\"I64\"><dim>{len}</dim></port>"
+            "<port id=\"{id}\" precision=\"{precision}\"><dim>{len}</dim></port>"
         ));
     }
     let out = params.len() + 1;
@@ -661,6 +684,349 @@ fn strided_cases() -> Vec<Case> {
     .collect()
 }
 
+/// The CPU plugin's shape-inference unit tests for StridedSlice and Slice (openvinotoolkit/openvino,
+/// `src/plugins/intel_cpu/tests/unit/shape_inference_test/`): every case of
+/// `strided_slice_shape_inference_test.cpp` (`StridedSliceStaticShapeInferenceTest`),
+/// `slice_shape_inference_test.cpp` (`SliceStaticShapeInferenceTest`) and
+/// `custom_shape_infer/strided_slice.cpp` (`StridedSliceCpuShapeInferenceTest`).
+///
+/// These tests run static shape inference: the op's data input is a dynamic-rank Parameter and the
+/// static input shapes are given at inference time, so the data Parameter here has that static
+/// shape. Begin/end/stride (start/stop/step/axes) given as Constants, or as Parameters whose values
+/// the test passes in its "constant data" map, are Consts here (for
+/// `StridedSliceCpuShapeInferenceTest` both variants, `shape_inference_empty_const_map` and
+/// `shape_inference_in_const_map`, so give the same IR: one case stands for both). Masks are
+/// written as `ov.save_model` writes `std::vector<int64_t>` attributes (`""` when empty).
+///
+/// `max_d` in `SliceStaticShapeInferenceTest` is `StaticDimension`'s largest value, which the
+/// shared slice rules (`slice_shape_inference_utils.hpp`, `dim::is_inf_bound`) treat as an
+/// unbounded dim. IR cannot hold it, so such an input dim is `?` here (port dim `-1`); an expected
+/// `max_d` is `?`, and an expected number `v` on such an axis is what OpenVINO computes for the
+/// unbounded length, i.e. the upper bound of the sliced dim: compared as `0..v` (a `?` input can be
+/// of any size, including 0). The sweep in `run_cases` checks our interval against every size.
+fn cpu_cases() -> Vec<Case> {
+    const I64MAX: i64 = i64::MAX;
+    const I64MIN: i64 = i64::MIN;
+    // `std::vector<int64_t>(4, 0)` masks; new_axis/shrink/ellipsis not given (empty).
+    const ZERO4: &str = "begin_mask=\"0,0,0,0\" end_mask=\"0,0,0,0\" new_axis_mask=\"\" shrink_axis_mask=\"\" ellipsis_mask=\"\"";
+    let st =
+        |name, attrs, data: &[i64], b: Vec<i64>, e: Vec<i64>, stride: Vec<i64>, exp: &[i64]| Case {
+            name,
+            op: "StridedSlice",
+            attrs,
+            data: Some(data.iter().map(|&d| s(d)).collect()),
+            start: P::Const(b),
+            stop: P::Const(e),
+            step: P::Const(stride),
+            axes: None,
+            expected: Some(exp.iter().map(|&d| s(d)).collect()),
+        };
+    let mut v = vec![
+        // strided_slice_shape_inference_test.cpp
+        st(
+            "StridedSliceStaticShapeInferenceTest.reverse_stride_begin_end_clip_to_dimension",
+            ZERO4,
+            &[3, 4, 5],
+            vec![100; 3],
+            vec![-100; 3],
+            vec![-1; 3],
+            &[3, 4, 5],
+        ),
+        st(
+            "StridedSliceStaticShapeInferenceTest.use_begin_end_variant_1",
+            ZERO4,
+            &[3, 2, 3],
+            vec![1, 0, 0],
+            vec![2, 1, 3],
+            vec![1, 1, 1],
+            &[1, 1, 3],
+        ),
+        st(
+            "StridedSliceStaticShapeInferenceTest.use_begin_end_variant_2",
+            ZERO4,
+            &[3, 2, 3],
+            vec![1, 0, 0],
+            vec![2, 2, 3],
+            vec![1, 1, 1],
+            &[1, 2, 3],
+        ),
+        st(
+            "StridedSliceStaticShapeInferenceTest.use_begin_end_variant_3",
+            ZERO4,
+            &[3, 2, 3],
+            vec![2, 0, 0],
+            vec![3, 2, 3],
+            vec![1, 1, 2],
+            &[1, 2, 2],
+        ),
+        st(
+            "StridedSliceStaticShapeInferenceTest.ignore_begin_end",
+            "begin_mask=\"0,1,1\" end_mask=\"1,1,1\" new_axis_mask=\"\" shrink_axis_mask=\"\" ellipsis_mask=\"\"",
+            &[3, 2, 3],
+            vec![1, 0, 0],
+            vec![0, 0, 0],
+            vec![1, 1, 1],
+            &[2, 2, 3],
+        ),
+        st(
+            "StridedSliceStaticShapeInferenceTest.ignore_begin_end_stride_by_two_last_dim",
+            "begin_mask=\"1,0,1\" end_mask=\"0,1,1\" new_axis_mask=\"\" shrink_axis_mask=\"\" ellipsis_mask=\"\"",
+            &[3, 2, 3],
+            vec![0, 1, 0],
+            vec![2, 0, 0],
+            vec![1, 1, 2],
+            &[2, 1, 2],
+        ),
+        st(
+            "StridedSliceStaticShapeInferenceTest.use_reverse_stride_on_last_dimension",
+            "begin_mask=\"0,1,1\" end_mask=\"0,1,1\" new_axis_mask=\"\" shrink_axis_mask=\"\" ellipsis_mask=\"\"",
+            &[3, 2, 3],
+            vec![0, 0, 0],
+            vec![1, 0, 0],
+            vec![1, 1, -1],
+            &[1, 2, 3],
+        ),
+        // `make_op(data, begin, end, mask, mask)`: no stride argument; OpenVINO's constructor adds
+        // the default strides as a Constant of ones, which `ov.save_model` writes as a 4th input.
+        st(
+            "StridedSliceStaticShapeInferenceTest.default_stride",
+            "begin_mask=\"0,1,0\" end_mask=\"0,1,0\" new_axis_mask=\"\" shrink_axis_mask=\"\" ellipsis_mask=\"\"",
+            &[3, 2, 3],
+            vec![0, 0, 0],
+            vec![1, 0, 2],
+            vec![1, 1, 1],
+            &[1, 2, 2],
+        ),
+        // The same as `make_op` literally builds it: 3 inputs (the stride input is optional in
+        // StridedSlice-1; OpenVINO reads such an IR and infers [1,2,2]).
+        Case {
+            name: "StridedSliceStaticShapeInferenceTest.default_stride_3_inputs",
+            op: "StridedSlice",
+            attrs: "begin_mask=\"0,1,0\" end_mask=\"0,1,0\" new_axis_mask=\"\" shrink_axis_mask=\"\" ellipsis_mask=\"\"",
+            data: Some(vec![s(3), s(2), s(3)]),
+            start: P::Const(vec![0, 0, 0]),
+            stop: P::Const(vec![1, 0, 2]),
+            step: P::Absent,
+            axes: None,
+            expected: Some(vec![s(1), s(2), s(2)]),
+        },
+        // slice_shape_inference_test.cpp
+        Case {
+            name: "SliceStaticShapeInferenceTest.reverse_steps_start_stop_outside_dimension_default_axes",
+            op: "Slice",
+            attrs: "",
+            data: Some(vec![s(3), s(4), s(5), DYN, DYN]),
+            start: P::Const(vec![100, 5, -1, I64MAX, 5]),
+            stop: P::Const(vec![-100, I64MIN, -6, 5, -10]),
+            step: P::Const(vec![-1, -2, -1, -1, -2]),
+            axes: None,
+            // OpenVINO: {3, 2, 5, max_d, 3}
+            expected: Some(vec![s(3), s(2), s(5), DYN, (0, 3)]),
+        },
+        Case {
+            name: "SliceStaticShapeInferenceTest.reverse_step_on_signle_axis_but_start_stop_steps_in_const_map",
+            op: "Slice",
+            attrs: "",
+            data: Some(vec![s(3), s(4), s(10)]),
+            start: P::Const(vec![100]),
+            stop: P::Const(vec![2]),
+            step: P::Const(vec![-2]),
+            axes: Some(P::Const(vec![-1])),
+            expected: Some(vec![s(3), s(4), s(4)]),
+        },
+        // The op is made without axes (its constant-data map also holds axes 0..6 at port 4,
+        // which the 4-input op never reads; they equal the default axes).
+        Case {
+            name: "SliceStaticShapeInferenceTest.forward_step_all_data_in_const_map",
+            op: "Slice",
+            attrs: "",
+            data: Some(vec![s(10), s(10), s(8), DYN, DYN, DYN, s(10)]),
+            start: P::Const(vec![0, 2, 10, 3, 3, I64MIN, I64MIN]),
+            stop: P::Const(vec![10, 8, 12, 15, I64MAX, -5, -5]),
+            step: P::Const(vec![1, 2, 1, 3, 4, 2, 2]),
+            axes: None,
+            // OpenVINO: {10, 3, 0, 4, max_d, max_d, 3}
+            expected: Some(vec![s(10), s(3), s(0), (0, 4), DYN, DYN, s(3)]),
+        },
+    ];
+    // custom_shape_infer/strided_slice.cpp: the INSTANTIATE_TEST_SUITE_P values, in order
+    // (input shape, begin, end, stride (all i32), begin/end/new_axis/shrink_axis masks, expected).
+    type Row = (
+        &'static [i64],
+        [&'static [i32]; 3],
+        [&'static str; 4],
+        &'static [i64],
+    );
+    let z4 = "0,0,0,0";
+    let rows: [Row; 16] = [
+        (
+            &[3, 4, 5],
+            [&[100, 100, 100], &[-100, -100, -100], &[-1, -1, -1]],
+            [z4, z4, z4, z4],
+            &[3, 4, 5],
+        ),
+        (
+            &[3, 2, 3],
+            [&[1, 0, 0], &[2, 1, 3], &[1, 1, 1]],
+            [z4, z4, z4, z4],
+            &[1, 1, 3],
+        ),
+        (
+            &[3, 2, 3],
+            [&[1, 0, 0], &[2, 2, 3], &[1, 1, 1]],
+            [z4, z4, z4, z4],
+            &[1, 2, 3],
+        ),
+        (
+            &[3, 2, 3],
+            [&[2, 0, 0], &[3, 2, 3], &[1, 1, 2]],
+            [z4, z4, z4, z4],
+            &[1, 2, 2],
+        ),
+        (
+            &[3, 2, 3],
+            [&[1, 0, 0], &[0, 0, 0], &[1, 1, 1]],
+            ["0,1,1", "1,1,1", "0,0,0", "0,0,0"],
+            &[2, 2, 3],
+        ),
+        (
+            &[3, 2, 3],
+            [&[0, 1, 0], &[2, 0, 0], &[1, 1, 2]],
+            ["1,0,1", "0,1,1", "0,0,0", "0,0,0"],
+            &[2, 1, 2],
+        ),
+        (
+            &[3, 2, 3],
+            [&[0, 0, 0], &[1, 0, 0], &[1, 1, -1]],
+            ["0,1,1", "0,1,1", "0,0,0", "0,0,0"],
+            &[1, 2, 3],
+        ),
+        (
+            &[2000, 128],
+            [&[0, 0, 0], &[0, 128, 0], &[1, 1, 1]],
+            ["0,1,1", "0,0,1", "1,0,0", "0,0,0"],
+            &[1, 128, 128],
+        ),
+        (
+            &[3, 192],
+            [&[0; 5], &[0; 5], &[1; 5]],
+            ["1,0,0,0,1", "1,0,0,0,1", "0,1,1,1,0", ""],
+            &[3, 1, 1, 1, 192],
+        ),
+        (
+            &[3, 192],
+            [&[0; 5], &[0; 5], &[1; 5]],
+            ["1,1,0,0,0", "1,1,0,0,0", "0,0,1,1,1", ""],
+            &[3, 192, 1, 1, 1],
+        ),
+        (
+            &[3, 2, 192],
+            [&[0; 5], &[0; 5], &[1; 5]],
+            ["1,0,1,0,1", "1,0,1,0,1", "0,1,0,1,0", ""],
+            &[3, 1, 2, 1, 192],
+        ),
+        (
+            &[3, 2, 192],
+            [&[0; 5], &[0; 5], &[1; 5]],
+            ["1,0,0,0,1", "1,0,0,0,1", "0,1,0,1,0", "0,0,1,0,0"],
+            &[3, 1, 1, 192],
+        ),
+        (
+            &[3, 2, 192],
+            [&[0; 5], &[0; 5], &[1; 5]],
+            ["1,0,0,0,1", "1,0,0,0,1", "0,1,1,0,0", "0,0,0,1,1"],
+            &[3, 1, 1],
+        ),
+        (
+            &[3, 192],
+            [&[0; 5], &[0; 5], &[1; 5]],
+            ["1,0,0,0,1", "1,0,0,0,1", "0,1,1,1,0", "0,1,1,1,0"],
+            &[3, 1, 1, 1, 192],
+        ),
+        (
+            &[3, 192],
+            [&[0, 0], &[0, 0], &[1, 1]],
+            ["0,1", "0,1", "0,0", "1,0"],
+            &[192],
+        ),
+        (
+            &[1, 2, 3],
+            [&[0, 0], &[0, 0], &[1, 1]],
+            ["1,0", "1,0", "0,1", "0,0"],
+            &[1, 1, 2, 3],
+        ),
+    ];
+    const NAMES: [&str; 16] = [
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/0",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/1",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/2",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/3",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/4",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/5",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/6",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/7",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/8",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/9",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/10",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/11",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/12",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/13",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/14",
+        "CpuShapeInfer/StridedSliceCpuShapeInferenceTest/15",
+    ];
+    for ((data, [b, e, stride], [bm, em, nm, sm], exp), name) in rows.into_iter().zip(NAMES) {
+        // Leaked once per test run: `Case::attrs` is `&'static str`.
+        let attrs: &'static str = Box::leak(
+            format!(
+                "begin_mask=\"{bm}\" end_mask=\"{em}\" new_axis_mask=\"{nm}\" shrink_axis_mask=\"{sm}\" ellipsis_mask=\"\""
+            )
+            .into_boxed_str(),
+        );
+        v.push(Case {
+            name,
+            op: "StridedSlice",
+            attrs,
+            data: Some(data.iter().map(|&d| s(d)).collect()),
+            start: P::ConstI32(b.to_vec()),
+            stop: P::ConstI32(e.to_vec()),
+            step: P::ConstI32(stride.to_vec()),
+            axes: None,
+            expected: Some(exp.iter().map(|&d| s(d)).collect()),
+        });
+    }
+    v
+}
+
+#[test]
+fn openvino_cpu_plugin_shape_inference_cases() {
+    let cases = cpu_cases();
+    assert_eq!(cases.len(), 8 + 1 + 3 + 16);
+    let counts = run_cases(
+        "ov CPU plugin shape_inference_test (slice, strided_slice)",
+        cases,
+    );
+    // Tighter: the two `max_d` axes OpenVINO leaves unbounded, bounded by dims <= i64::MAX.
+    assert_eq!(counts, (98, 96, 2));
+}
+
+/// The same cases on the data Parameter these tests actually make (`PartialShape::dynamic()`,
+/// written `shape="..."`), before static shapes are given: the output rank is unknown, as
+/// OpenVINO's `read_model` of the same IR says (`[...]`, checked with `tools/ov_cases_check.py`).
+#[test]
+fn openvino_cpu_plugin_cases_on_dynamic_rank_data() {
+    let cases: Vec<Case> = cpu_cases()
+        .into_iter()
+        .map(|c| Case {
+            name: Box::leak(format!("{}/dynamic_rank", c.name).into_boxed_str()),
+            data: None,
+            expected: None,
+            ..c
+        })
+        .collect();
+    let counts = run_cases("ov CPU plugin cases, dynamic-rank data", cases);
+    assert_eq!(counts, (28, 28, 0));
+}
+
 /// `(lo, hi)` with `hi = None` unbounded, from OpenVINO's spelling.
 fn norm(d: D) -> (i64, Option<i64>) {
     match d {
@@ -672,14 +1038,32 @@ fn norm(d: D) -> (i64, Option<i64>) {
 
 #[test]
 fn openvino_type_prop_slice_cases() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let (total, equal, tighter) = run_cases(
+        "ov_type_prop (slice.cpp, strided_slice.cpp)",
+        cases().into_iter().chain(strided_cases()).collect(),
+    );
+    assert_eq!((total, equal, tighter), (163, 155, 8));
+}
+
+/// Builds, loads and infers every case; asserts none is looser than OpenVINO (nor wrong, for
+/// constant Slice parameters); prints and returns `(dims, equal, tighter)`.
+///
+/// With `OV_CASES_DIR` set, the IR files are kept there (to read them with OpenVINO itself:
+/// `tools/ov_cases_check.py`).
+fn run_cases(label: &str, cases: Vec<Case>) -> (usize, usize, usize) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = match std::env::var_os("OV_CASES_DIR") {
+        Some(d) => {
+            std::fs::create_dir_all(&d).expect("OV_CASES_DIR");
+            std::path::PathBuf::from(d)
+        }
+        None => tmp.path().to_path_buf(),
+    };
     let (mut equal, mut tighter, mut total) = (0, 0, 0);
     let mut report = Vec::new();
-    for case in cases().into_iter().chain(strided_cases()) {
+    for case in cases {
         let (xml, bin) = build(&case);
-        let path = dir
-            .path()
-            .join(format!("{}.xml", case.name.replace('/', "_")));
+        let path = dir.join(format!("{}.xml", case.name.replace('/', "_")));
         std::fs::write(&path, xml).expect("write xml");
         std::fs::File::create(path.with_extension("bin"))
             .and_then(|mut f| f.write_all(&bin))
@@ -783,10 +1167,11 @@ fn openvino_type_prop_slice_cases() {
             }
         }
     }
-    println!("ov_type_prop (slice.cpp, strided_slice.cpp): {total} dims, {equal} equal to OpenVINO, {tighter} tighter, 0 looser");
+    println!("{label}: {total} dims, {equal} equal to OpenVINO, {tighter} tighter, 0 looser");
     for r in &report {
         println!("  tighter: {r}");
     }
+    (total, equal, tighter)
 }
 
 fn load_case(case: &Case, dir: &std::path::Path) -> Model {
