@@ -6,9 +6,13 @@ int32 Parameter), `slice-opt IN.xml -o OUT.xml --passes lower` is run, and OUT.x
 `arange` in OpenVINO CPU (f32 inference precision) and compared with the expected shape and
 indices; the output must have no StridedSlice left. Likewise every Slice conformance case
 (tests/data/slice.jsonl.gz, `expected_ov`) as `x -> Slice-8 -> y` through `--passes raise`,
-which must leave one StridedSlice and no Slice.
+which must leave one StridedSlice and no Slice. Leg `lowerdyn` lowers the StridedSlice cases
+with begin and end as Parameters (fed the case's values); `lowerdynraise` raises that lowered
+file again in a separate run (one StridedSlice back, begin/end assembled from the Parameters);
+`models` does lower then raise, in separate runs, on every IR model in models/; `onnx` lowers
+the TensorFlow-flavour cases as ONNX custom-domain nodes in ONNX Runtime.
 
-Usage: python3 tools/lower_check.py [--bin target/release/slice-opt] [--limit N] [--which lower,raise]
+Usage: python3 tools/lower_check.py [--bin target/release/slice-opt] [--limit N] [--which lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,models]
 """
 
 import argparse
@@ -22,12 +26,6 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-# Named remaining pins (lowerdyn only): an OpenVINO shrink index that shape inference places out
-# of range on an axis of size 1 is clamped by the CPU plugin (and by slice-opt's semantics), but
-# `lower` with begin/end as run-time inputs builds the Slice i:i+1 without clamping i, so the
-# lowered model fails in the plugin (an empty Slice before the Squeeze). Fix: clamp the run-time
-# shrink index with ShapeOf in lower.rs (not done yet).
-RUNTIME_SHRINK_CLAMP = {"ss-1-00884", "ss-1-02152"}
 
 MASKS = ["begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask"]
 
@@ -331,7 +329,11 @@ def check(kind, args, core, tmp):
         "lowerraise": ("strided_slice.jsonl.gz", build_strided_slice, "lower,raise,cleanup", "Slice", "StridedSlice"),
         # begin and end are Parameters: lowered with Gathers feeding the Slice.
         "lowerdyn": ("strided_slice.jsonl.gz", build_dynamic_strided_slice, "lower,cleanup", "StridedSlice", None),
+        # The same lowered, then raised in a separate run on the saved file (issue 15,
+        # acceptance 2): one StridedSlice again, its begin/end assembled from the Parameters.
+        "lowerdynraise": ("strided_slice.jsonl.gz", build_dynamic_strided_slice, "lower,cleanup|raise", "Slice", "StridedSlice"),
     }[kind]
+    dyn = kind in ("lowerdyn", "lowerdynraise")
     identity = 0
     as_orig, narrowed, shaping_bug = [], [], []
     ok = skipped = 0
@@ -347,11 +349,25 @@ def check(kind, args, core, tmp):
         except Exception as e:  # the openvino package refuses the case itself
             failed.append(f"{c['id']}: openvino cannot build the model: {e}")
             continue
-        r = subprocess.run([args.bin, src, "-o", dst, "--passes", passes], capture_output=True, text=True)
+        runs = passes.split("|")
+        low = os.path.join(tmp, "low.xml")
+        steps = [(src, dst)] if len(runs) == 1 else [(src, low), (low, dst)]
+        r = None
+        for (a, b), p in zip(steps, runs):
+            r = subprocess.run([args.bin, a, "-o", b, "--passes", p], capture_output=True, text=True)
+            if r.returncode != 0:
+                break
         if r.returncode != 0:
             failed.append(f"{c['id']}: slice-opt exit {r.returncode}: {r.stderr.strip()[:300]}")
             continue
+        if kind == "lowerdynraise" and "StridedSlice" in layer_types(low):
+            # Left as is by lower: slice-opt says why (as in "lowerdyn").
+            left.append(c["id"])
+            continue
         types = layer_types(dst)
+        if kind == "lowerdynraise" and "StridedSlice" not in types and "Slice" not in types:
+            # Lowered to reshaping only or nothing, raised to nothing: it selects its whole input.
+            identity += 1
         if kind == "lowerraise" and types == ["Parameter", "Result"]:
             # Lowered to nothing (it selects its whole input): checked like any output below.
             identity += 1
@@ -370,16 +386,16 @@ def check(kind, args, core, tmp):
             # Written unchanged: lower left it (a failure, as in "lower").
             failed.append(f"{c['id']}: left as is: {r.stderr.strip()[:300]}")
             continue
-        if gone in types or (want and types.count(want) != 1 and not identity_case(kind, types)):
+        if gone in types or (
+            want and types.count(want) != 1 and not identity_case(kind, types)
+            and not (kind == "lowerdynraise" and "StridedSlice" not in types)
+        ):
             failed.append(f"{c['id']}: layers after {passes}: {types}")
             continue
         try:
-            y = run_ir(core, dst, c["input_shape"], c if kind == "lowerdyn" else None)
+            y = run_ir(core, dst, c["input_shape"], c if dyn else None)
         except Exception as e:
-            if kind == "lowerdyn" and c["id"] in RUNTIME_SHRINK_CLAMP:
-                left.append(c["id"])
-            else:
-                failed.append(f"{c['id']}: OpenVINO cannot run the output: {str(e)[:300]}")
+            failed.append(f"{c['id']}: OpenVINO cannot run the output: {str(e)[:300]}")
             continue
         got = (list(y.shape), y.reshape(-1).astype(np.int64).tolist())
         if got == answers[0]:
@@ -388,7 +404,7 @@ def check(kind, args, core, tmp):
             # expected_ov_alt: OpenVINO's reference evaluation (= its constant folding) where the
             # CPU plugin differs on a shrink entry with begin_mask; slice-opt follows it (README).
             as_alt.append(c["id"])
-        elif kind == "lowerdyn" and not (fits_i32(c["begin"]) and fits_i32(c["end"])):
+        elif dyn and not (fits_i32(c["begin"]) and fits_i32(c["end"])):
             # The CPU plugin narrows run-time bounds to i32 (INT64_MAX - 1 becomes -2): out of
             # its range, counted apart.
             narrowed.append(c["id"])
@@ -397,7 +413,7 @@ def check(kind, args, core, tmp):
             # done in numpy, gives the expected result: the CPU plugin's reshaping of an empty
             # Slice output is wrong.
             shaping_bug.append(c["id"])
-        elif kind == "lowerdyn" and same_as_original_dynamic(core, src, c, got):
+        elif dyn and same_as_original_dynamic(core, src, c, got):
             # OpenVINO runs the original with begin/end inputs to the same wrong result (its CPU
             # plugin narrows run-time bounds to i32: INT64_MAX - 1 becomes -2).
             as_orig.append(c["id"])
@@ -406,17 +422,19 @@ def check(kind, args, core, tmp):
     skipped += errors[0]
     if kind == "lowerraise":
         print(f"lowerraise: {identity} lowered to nothing (the whole input), checked in OpenVINO")
-    if kind == "lowerdyn":
+    if kind == "lowerdynraise":
+        print(f"lowerdynraise: {identity} raised to no StridedSlice (the whole input), checked in OpenVINO")
+    if dyn:
         print(
-            f"lowerdyn: {len(narrowed)} differ with run-time begin/end outside i32 (the CPU plugin "
+            f"{kind}: {len(narrowed)} differ with run-time begin/end outside i32 (the CPU plugin "
             f"narrows them): {' '.join(narrowed)}"
         )
         print(
-            f"lowerdyn: {len(shaping_bug)} right up to the Slice and after it in numpy, wrong in "
+            f"{kind}: {len(shaping_bug)} right up to the Slice and after it in numpy, wrong in "
             f"the CPU plugin's reshaping of the empty Slice output: {' '.join(shaping_bug)}"
         )
         print(
-            f"lowerdyn: {len(as_orig)} differ from expected_ov exactly as OpenVINO runs the "
+            f"{kind}: {len(as_orig)} differ from expected_ov exactly as OpenVINO runs the "
             f"original with begin/end inputs: {' '.join(as_orig)}"
         )
     print(
@@ -490,8 +508,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N cases of each file")
     ap.add_argument(
         "--which",
-        default="lower,raise,lowerraise,lowerdyn,onnx",
-        help="legs; also `models` (not in CI yet: a Slice with run-time bounds is not raised)",
+        default="lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,models",
+        help="legs (comma-separated): lower, raise, lowerraise, lowerdyn, lowerdynraise, onnx, models",
     )
     args = ap.parse_args()
     import openvino as ov
