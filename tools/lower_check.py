@@ -10,9 +10,11 @@ which must leave one StridedSlice and no Slice. Leg `lowerdyn` lowers the Stride
 with begin and end as Parameters (fed the case's values); `lowerdynraise` raises that lowered
 file again in a separate run (one StridedSlice back, begin/end assembled from the Parameters);
 `models` does lower then raise, in separate runs, on every IR model in models/; `onnx` lowers
-the TensorFlow-flavour cases as ONNX custom-domain nodes in ONNX Runtime.
+the TensorFlow-flavour cases as ONNX custom-domain nodes in ONNX Runtime; `onnxraise` raises the
+ONNX Slice cases with starts/ends as graph inputs, lowers them again in a separate run, and runs
+them in ONNX Runtime.
 
-Usage: python3 tools/lower_check.py [--bin target/release/slice-opt] [--limit N] [--which lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,models]
+Usage: python3 tools/lower_check.py [--bin target/release/slice-opt] [--limit N] [--which lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,onnxraise,models]
 """
 
 import argparse
@@ -244,6 +246,95 @@ def check_onnx(args, tmp):
         f"onnx lower: {len(off_spec)} differ in ONNX Runtime only, where the onnx reference "
         f"evaluator gives expected_tf: {' '.join(off_spec)}"
     )
+    for f in failed[:20]:
+        print("  " + f)
+    return not failed
+
+
+def build_onnx_slice_dynamic(c, path):
+    """`x -> Slice -> y` (ONNX, the case's opset), `starts`/`ends` int64 graph inputs, axes and
+    steps int64 initializers."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.INT32, c["input_shape"]),
+        helper.make_tensor_value_info("starts", TensorProto.INT64, [len(c["starts"])]),
+        helper.make_tensor_value_info("ends", TensorProto.INT64, [len(c["ends"])]),
+    ]
+    names, inits = ["x", "starts", "ends"], []
+    for k in ("axes", "steps"):
+        if c[k] is not None:
+            names.append(k)
+            inits.append(helper.make_tensor(k, TensorProto.INT64, [len(c[k])], [int(v) for v in c[k]]))
+        elif k == "axes" and c["steps"] is not None:
+            names.append("")
+    node = helper.make_node("Slice", names, ["y"], name="op")
+    g = helper.make_graph(
+        [node], "case", inputs, [helper.make_tensor_value_info("y", TensorProto.INT32, None)], inits
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", max(13, c["onnx_opset"]))])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def check_onnx_raise(args, tmp):
+    """ONNX Slice conformance cases (`expected_onnx`, opset 10+) with starts/ends as graph
+    inputs: `--passes raise` gives one org.tensorflow StridedSlice (begin/end assembled from the
+    inputs), `--passes lower` in a separate run lowers it again, and ONNX Runtime runs the
+    result fed the case's starts/ends to `expected_onnx`."""
+    import onnx
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ok, errors, failed, off_spec = 0, [0], [], []
+    for c in valid_cases(cases("slice.jsonl.gz"), args, "expected_onnx", errors):
+        if c["onnx_opset"] < 10 or not c["starts"]:
+            errors[0] += 1
+            continue
+        exp = c["expected_onnx"]
+        src, mid, dst = (os.path.join(tmp, f) for f in ("s.onnx", "r.onnx", "l.onnx"))
+        build_onnx_slice_dynamic(c, src)
+        problem = None
+        for a, b, p in ((src, mid, "raise"), (mid, dst, "lower,cleanup")):
+            r = subprocess.run([args.bin, a, "-o", b, "--passes", p, "-v"], capture_output=True, text=True)
+            if r.returncode != 0:
+                problem = f"{p}: exit {r.returncode}: {r.stderr.strip()[:300]}"
+                break
+        if problem is None:
+            raised = [n.op_type for n in onnx.load(mid).graph.node]
+            lowered = [n.op_type for n in onnx.load(dst).graph.node]
+            if raised.count("StridedSlice") != 1 or "Slice" in raised:
+                problem = f"raised to {raised}"
+            elif "StridedSlice" in lowered:
+                problem = f"not lowered again: {lowered}"
+        if problem is None:
+            feeds = {
+                "x": np.arange(int(np.prod(c["input_shape"])), dtype=np.int32).reshape(c["input_shape"]),
+                "starts": np.array(c["starts"], dtype=np.int64),
+                "ends": np.array(c["ends"], dtype=np.int64),
+            }
+            try:
+                y = ort.InferenceSession(dst, so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+                got = (list(y.shape), y.reshape(-1).astype(np.int64).tolist())
+                if got == (exp["shape"], exp["indices"]):
+                    ok += 1
+                    continue
+                if reference_gives(dst, feeds, exp):
+                    off_spec.append(c["id"])
+                    continue
+                problem = f"want {exp['shape']} {exp['indices'][:10]}, got {got[0]} {got[1][:10]}"
+            except Exception as e:
+                problem = f"ONNX Runtime cannot run the output: {str(e)[:300]}"
+        failed.append(f"{c['id']}: {problem}")
+    print(
+        f"onnxraise: {ok} equal to expected_onnx in ONNX Runtime (raised, then lowered in a "
+        f"separate run), {len(off_spec)} where only the onnx reference evaluator gives it, "
+        f"{len(failed)} failed, {errors[0]} error / opset < 10 / empty cases skipped"
+    )
+    if off_spec:
+        print("  onnx reference evaluator only: " + " ".join(off_spec))
     for f in failed[:20]:
         print("  " + f)
     return not failed
@@ -508,8 +599,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N cases of each file")
     ap.add_argument(
         "--which",
-        default="lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,models",
-        help="legs (comma-separated): lower, raise, lowerraise, lowerdyn, lowerdynraise, onnx, models",
+        default="lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,onnxraise,models",
+        help="legs (comma-separated): lower, raise, lowerraise, lowerdyn, lowerdynraise, onnx, onnxraise, models",
     )
     args = ap.parse_args()
     import openvino as ov
@@ -520,6 +611,8 @@ def main() -> int:
         for kind in args.which.split(","):
             if kind == "onnx":
                 good &= check_onnx(args, tmp)
+            elif kind == "onnxraise":
+                good &= check_onnx_raise(args, tmp)
             elif kind == "models":
                 good &= check_models(args, core, tmp)
             else:

@@ -10,7 +10,9 @@
 //! unknown size they are the plan's bounds, `Edge` becoming `0`/`INT64_MAX` (forward) or
 //! `INT64_MAX`/`INT64_MIN` (reverse), a shrink of `i` becoming `i:i+1` (`-1:INT64_MAX` for -1).
 //! A TensorFlow reverse range starting below `-dim` is empty where Slice takes one element: on
-//! an axis of unknown size that case is left alone and reported.
+//! an axis of unknown size (or from a non-constant begin) the range is guarded with the dim at
+//! run time, start and stop becoming `0:0` when `begin < -dim`. An OpenVINO shrink of a
+//! run-time index is clamped into the axis first, as the CPU plugin does.
 //!
 //! When the input shape is static, the rewrite is kept only if the new subgraph selects the same
 //! elements in the same order with the same output shape (translation validation).

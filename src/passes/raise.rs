@@ -1,4 +1,4 @@
-//! Pass `raise`: a Slice (ONNX `Slice`, OpenVINO `Slice-8`) with constant parameters and axes,
+//! Pass `raise`: a Slice (ONNX `Slice`, OpenVINO `Slice-8`) with constant axes and steps,
 //! optionally followed by a `Reshape`/`Squeeze`/`Unsqueeze` that only adds or removes size-1
 //! axes (and is the Slice's only consumer), becomes one StridedSlice: OpenVINO `StridedSlice-1`
 //! with 0/1 list masks, or in ONNX the TensorFlow-style `StridedSlice` of the custom domain
@@ -8,7 +8,10 @@
 //! the Slice bounds are kept, except a reverse range starting at a negative index, which
 //! TensorFlow clamps differently (left alone for ONNX, reported). A follow-up node that cannot
 //! be absorbed (non-constant axes, a Reshape on dims not all known) stays after the new node.
-//! With a static input the rewrite is checked by translation validation.
+//! Starts/ends taken at run time become the StridedSlice's begin/end, assembled from them (a
+//! `Gather` placing each element at its axis; for TensorFlow clamping, reverse begins below
+//! `-dim` raised to `-dim`). With a static input and constant parameters the rewrite is checked
+//! by translation validation.
 
 use petgraph::stable_graph::NodeIndex;
 
