@@ -6,9 +6,15 @@ int32 Parameter), `slice-opt IN.xml -o OUT.xml --passes lower` is run, and OUT.x
 `arange` in OpenVINO CPU (f32 inference precision) and compared with the expected shape and
 indices; the output must have no StridedSlice left. Likewise every Slice conformance case
 (tests/data/slice.jsonl.gz, `expected_ov`) as `x -> Slice-8 -> y` through `--passes raise`,
-which must leave one StridedSlice and no Slice.
+which must leave one StridedSlice and no Slice. Leg `lowerdyn` lowers the StridedSlice cases
+with begin and end as Parameters (fed the case's values); `lowerdynraise` raises that lowered
+file again in a separate run (one StridedSlice back, begin/end assembled from the Parameters);
+`models` does lower then raise, in separate runs, on every IR model in models/; `onnx` lowers
+the TensorFlow-flavour cases as ONNX custom-domain nodes in ONNX Runtime; `onnxraise` raises the
+ONNX Slice cases with starts/ends as graph inputs, lowers them again in a separate run, and runs
+them in ONNX Runtime.
 
-Usage: python3 tools/lower_check.py [--bin target/release/slice-opt] [--limit N] [--which lower,raise]
+Usage: python3 tools/lower_check.py [--bin target/release/slice-opt] [--limit N] [--which lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,onnxraise,models]
 """
 
 import argparse
@@ -22,12 +28,6 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-# Named remaining pins (lowerdyn only): an OpenVINO shrink index that shape inference places out
-# of range on an axis of size 1 is clamped by the CPU plugin (and by slice-opt's semantics), but
-# `lower` with begin/end as run-time inputs builds the Slice i:i+1 without clamping i, so the
-# lowered model fails in the plugin (an empty Slice before the Squeeze). Fix: clamp the run-time
-# shrink index with ShapeOf in lower.rs (not done yet).
-RUNTIME_SHRINK_CLAMP = {"ss-1-00884", "ss-1-02152"}
 
 MASKS = ["begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask"]
 
@@ -251,6 +251,95 @@ def check_onnx(args, tmp):
     return not failed
 
 
+def build_onnx_slice_dynamic(c, path):
+    """`x -> Slice -> y` (ONNX, the case's opset), `starts`/`ends` int64 graph inputs, axes and
+    steps int64 initializers."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.INT32, c["input_shape"]),
+        helper.make_tensor_value_info("starts", TensorProto.INT64, [len(c["starts"])]),
+        helper.make_tensor_value_info("ends", TensorProto.INT64, [len(c["ends"])]),
+    ]
+    names, inits = ["x", "starts", "ends"], []
+    for k in ("axes", "steps"):
+        if c[k] is not None:
+            names.append(k)
+            inits.append(helper.make_tensor(k, TensorProto.INT64, [len(c[k])], [int(v) for v in c[k]]))
+        elif k == "axes" and c["steps"] is not None:
+            names.append("")
+    node = helper.make_node("Slice", names, ["y"], name="op")
+    g = helper.make_graph(
+        [node], "case", inputs, [helper.make_tensor_value_info("y", TensorProto.INT32, None)], inits
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", max(13, c["onnx_opset"]))])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def check_onnx_raise(args, tmp):
+    """ONNX Slice conformance cases (`expected_onnx`, opset 10+) with starts/ends as graph
+    inputs: `--passes raise` gives one org.tensorflow StridedSlice (begin/end assembled from the
+    inputs), `--passes lower` in a separate run lowers it again, and ONNX Runtime runs the
+    result fed the case's starts/ends to `expected_onnx`."""
+    import onnx
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    ok, errors, failed, off_spec = 0, [0], [], []
+    for c in valid_cases(cases("slice.jsonl.gz"), args, "expected_onnx", errors):
+        if c["onnx_opset"] < 10 or not c["starts"]:
+            errors[0] += 1
+            continue
+        exp = c["expected_onnx"]
+        src, mid, dst = (os.path.join(tmp, f) for f in ("s.onnx", "r.onnx", "l.onnx"))
+        build_onnx_slice_dynamic(c, src)
+        problem = None
+        for a, b, p in ((src, mid, "raise"), (mid, dst, "lower,cleanup")):
+            r = subprocess.run([args.bin, a, "-o", b, "--passes", p, "-v"], capture_output=True, text=True)
+            if r.returncode != 0:
+                problem = f"{p}: exit {r.returncode}: {r.stderr.strip()[:300]}"
+                break
+        if problem is None:
+            raised = [n.op_type for n in onnx.load(mid).graph.node]
+            lowered = [n.op_type for n in onnx.load(dst).graph.node]
+            if raised.count("StridedSlice") != 1 or "Slice" in raised:
+                problem = f"raised to {raised}"
+            elif "StridedSlice" in lowered:
+                problem = f"not lowered again: {lowered}"
+        if problem is None:
+            feeds = {
+                "x": np.arange(int(np.prod(c["input_shape"])), dtype=np.int32).reshape(c["input_shape"]),
+                "starts": np.array(c["starts"], dtype=np.int64),
+                "ends": np.array(c["ends"], dtype=np.int64),
+            }
+            try:
+                y = ort.InferenceSession(dst, so, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+                got = (list(y.shape), y.reshape(-1).astype(np.int64).tolist())
+                if got == (exp["shape"], exp["indices"]):
+                    ok += 1
+                    continue
+                if reference_gives(dst, feeds, exp):
+                    off_spec.append(c["id"])
+                    continue
+                problem = f"want {exp['shape']} {exp['indices'][:10]}, got {got[0]} {got[1][:10]}"
+            except Exception as e:
+                problem = f"ONNX Runtime cannot run the output: {str(e)[:300]}"
+        failed.append(f"{c['id']}: {problem}")
+    print(
+        f"onnxraise: {ok} equal to expected_onnx in ONNX Runtime (raised, then lowered in a "
+        f"separate run), {len(off_spec)} where only the onnx reference evaluator gives it, "
+        f"{len(failed)} failed, {errors[0]} error / opset < 10 / empty cases skipped"
+    )
+    if off_spec:
+        print("  onnx reference evaluator only: " + " ".join(off_spec))
+    for f in failed[:20]:
+        print("  " + f)
+    return not failed
+
+
 def reference_gives(path, feeds, exp):
     """True when the onnx package's reference evaluator runs `path` on `feeds` to `exp`."""
     from onnx.reference import ReferenceEvaluator
@@ -331,7 +420,11 @@ def check(kind, args, core, tmp):
         "lowerraise": ("strided_slice.jsonl.gz", build_strided_slice, "lower,raise,cleanup", "Slice", "StridedSlice"),
         # begin and end are Parameters: lowered with Gathers feeding the Slice.
         "lowerdyn": ("strided_slice.jsonl.gz", build_dynamic_strided_slice, "lower,cleanup", "StridedSlice", None),
+        # The same lowered, then raised in a separate run on the saved file (issue 15,
+        # acceptance 2): one StridedSlice again, its begin/end assembled from the Parameters.
+        "lowerdynraise": ("strided_slice.jsonl.gz", build_dynamic_strided_slice, "lower,cleanup|raise", "Slice", "StridedSlice"),
     }[kind]
+    dyn = kind in ("lowerdyn", "lowerdynraise")
     identity = 0
     as_orig, narrowed, shaping_bug = [], [], []
     ok = skipped = 0
@@ -347,11 +440,25 @@ def check(kind, args, core, tmp):
         except Exception as e:  # the openvino package refuses the case itself
             failed.append(f"{c['id']}: openvino cannot build the model: {e}")
             continue
-        r = subprocess.run([args.bin, src, "-o", dst, "--passes", passes], capture_output=True, text=True)
+        runs = passes.split("|")
+        low = os.path.join(tmp, "low.xml")
+        steps = [(src, dst)] if len(runs) == 1 else [(src, low), (low, dst)]
+        r = None
+        for (a, b), p in zip(steps, runs):
+            r = subprocess.run([args.bin, a, "-o", b, "--passes", p], capture_output=True, text=True)
+            if r.returncode != 0:
+                break
         if r.returncode != 0:
             failed.append(f"{c['id']}: slice-opt exit {r.returncode}: {r.stderr.strip()[:300]}")
             continue
+        if kind == "lowerdynraise" and "StridedSlice" in layer_types(low):
+            # Left as is by lower: slice-opt says why (as in "lowerdyn").
+            left.append(c["id"])
+            continue
         types = layer_types(dst)
+        if kind == "lowerdynraise" and "StridedSlice" not in types and "Slice" not in types:
+            # Lowered to reshaping only or nothing, raised to nothing: it selects its whole input.
+            identity += 1
         if kind == "lowerraise" and types == ["Parameter", "Result"]:
             # Lowered to nothing (it selects its whole input): checked like any output below.
             identity += 1
@@ -370,16 +477,16 @@ def check(kind, args, core, tmp):
             # Written unchanged: lower left it (a failure, as in "lower").
             failed.append(f"{c['id']}: left as is: {r.stderr.strip()[:300]}")
             continue
-        if gone in types or (want and types.count(want) != 1 and not identity_case(kind, types)):
+        if gone in types or (
+            want and types.count(want) != 1 and not identity_case(kind, types)
+            and not (kind == "lowerdynraise" and "StridedSlice" not in types)
+        ):
             failed.append(f"{c['id']}: layers after {passes}: {types}")
             continue
         try:
-            y = run_ir(core, dst, c["input_shape"], c if kind == "lowerdyn" else None)
+            y = run_ir(core, dst, c["input_shape"], c if dyn else None)
         except Exception as e:
-            if kind == "lowerdyn" and c["id"] in RUNTIME_SHRINK_CLAMP:
-                left.append(c["id"])
-            else:
-                failed.append(f"{c['id']}: OpenVINO cannot run the output: {str(e)[:300]}")
+            failed.append(f"{c['id']}: OpenVINO cannot run the output: {str(e)[:300]}")
             continue
         got = (list(y.shape), y.reshape(-1).astype(np.int64).tolist())
         if got == answers[0]:
@@ -388,7 +495,7 @@ def check(kind, args, core, tmp):
             # expected_ov_alt: OpenVINO's reference evaluation (= its constant folding) where the
             # CPU plugin differs on a shrink entry with begin_mask; slice-opt follows it (README).
             as_alt.append(c["id"])
-        elif kind == "lowerdyn" and not (fits_i32(c["begin"]) and fits_i32(c["end"])):
+        elif dyn and not (fits_i32(c["begin"]) and fits_i32(c["end"])):
             # The CPU plugin narrows run-time bounds to i32 (INT64_MAX - 1 becomes -2): out of
             # its range, counted apart.
             narrowed.append(c["id"])
@@ -397,7 +504,7 @@ def check(kind, args, core, tmp):
             # done in numpy, gives the expected result: the CPU plugin's reshaping of an empty
             # Slice output is wrong.
             shaping_bug.append(c["id"])
-        elif kind == "lowerdyn" and same_as_original_dynamic(core, src, c, got):
+        elif dyn and same_as_original_dynamic(core, src, c, got):
             # OpenVINO runs the original with begin/end inputs to the same wrong result (its CPU
             # plugin narrows run-time bounds to i32: INT64_MAX - 1 becomes -2).
             as_orig.append(c["id"])
@@ -406,17 +513,19 @@ def check(kind, args, core, tmp):
     skipped += errors[0]
     if kind == "lowerraise":
         print(f"lowerraise: {identity} lowered to nothing (the whole input), checked in OpenVINO")
-    if kind == "lowerdyn":
+    if kind == "lowerdynraise":
+        print(f"lowerdynraise: {identity} raised to no StridedSlice (the whole input), checked in OpenVINO")
+    if dyn:
         print(
-            f"lowerdyn: {len(narrowed)} differ with run-time begin/end outside i32 (the CPU plugin "
+            f"{kind}: {len(narrowed)} differ with run-time begin/end outside i32 (the CPU plugin "
             f"narrows them): {' '.join(narrowed)}"
         )
         print(
-            f"lowerdyn: {len(shaping_bug)} right up to the Slice and after it in numpy, wrong in "
+            f"{kind}: {len(shaping_bug)} right up to the Slice and after it in numpy, wrong in "
             f"the CPU plugin's reshaping of the empty Slice output: {' '.join(shaping_bug)}"
         )
         print(
-            f"lowerdyn: {len(as_orig)} differ from expected_ov exactly as OpenVINO runs the "
+            f"{kind}: {len(as_orig)} differ from expected_ov exactly as OpenVINO runs the "
             f"original with begin/end inputs: {' '.join(as_orig)}"
         )
     print(
@@ -490,8 +599,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N cases of each file")
     ap.add_argument(
         "--which",
-        default="lower,raise,lowerraise,lowerdyn,onnx",
-        help="legs; also `models` (not in CI yet: a Slice with run-time bounds is not raised)",
+        default="lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,onnxraise,models",
+        help="legs (comma-separated): lower, raise, lowerraise, lowerdyn, lowerdynraise, onnx, onnxraise, models",
     )
     args = ap.parse_args()
     import openvino as ov
@@ -502,6 +611,8 @@ def main() -> int:
         for kind in args.which.split(","):
             if kind == "onnx":
                 good &= check_onnx(args, tmp)
+            elif kind == "onnxraise":
+                good &= check_onnx_raise(args, tmp)
             elif kind == "models":
                 good &= check_models(args, core, tmp)
             else:

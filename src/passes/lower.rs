@@ -10,14 +10,16 @@
 //! unknown size they are the plan's bounds, `Edge` becoming `0`/`INT64_MAX` (forward) or
 //! `INT64_MAX`/`INT64_MIN` (reverse), a shrink of `i` becoming `i:i+1` (`-1:INT64_MAX` for -1).
 //! A TensorFlow reverse range starting below `-dim` is empty where Slice takes one element: on
-//! an axis of unknown size that case is left alone and reported.
+//! an axis of unknown size (or from a non-constant begin) the range is guarded with the dim at
+//! run time, start and stop becoming `0:0` when `begin < -dim`. An OpenVINO shrink of a
+//! run-time index is clamped into the axis first, as the CPU plugin does.
 //!
 //! When the input shape is static, the rewrite is kept only if the new subgraph selects the same
 //! elements in the same order with the same output shape (translation validation).
 
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
-use crate::ir::{Attr, DType, DeclaredDim, Graph, OutletId, ValueType};
+use crate::ir::{Attr, DeclaredDim, Graph, OutletId};
 use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
 use crate::passes::slice_node::{self, SliceOp};
@@ -35,6 +37,12 @@ enum Val {
     End(usize),
     /// The stop of a shrink of `begin[j]`: `begin[j] + 1`, or `INT64_MAX` when `begin[j]` is -1.
     AfterBegin(usize),
+    /// OpenVINO: the element kept by run-time shrink `k` (of the list given to
+    /// `dynamic_bounds`): its begin made non-negative and clamped into `[0, dim - 1]`, as the
+    /// CPU plugin does.
+    Kept(usize),
+    /// The element after `Kept(k)`.
+    AfterKept(usize),
 }
 
 impl Val {
@@ -46,8 +54,11 @@ impl Val {
     }
 }
 
-/// One sliced axis: `(axis, start, stop, step)`.
-type SliceAxis = (usize, Val, Val, i64);
+/// One sliced axis: `(axis, start, stop, step, guarded)`. Guarded: a TensorFlow reverse range
+/// whose begin may lie below `-dim` (non-constant, or a negative constant on an axis of unknown
+/// size), where TensorFlow selects nothing and Slice the first element: start and stop become
+/// `0:0` at run time when `start < -dim`.
+type SliceAxis = (usize, Val, Val, i64, bool);
 
 /// Per plan entry, the spec entries its non-constant begin and end come from.
 type Sources = Vec<(Option<usize>, Option<usize>)>;
@@ -105,120 +116,86 @@ fn provably_empty(begin: Bound, end: Bound, step: i64) -> bool {
     }
 }
 
-/// The Slice's start and stop inputs when some come from the StridedSlice's non-constant begin
-/// and end (`params`, of lengths `lens`): one pool `Concat(begin, end, begin + 1 with -1 →
-/// INT64_MAX, constants)` in i64, and a `Gather` of it for the starts and one for the stops.
+/// The Slice's start and stop inputs when some are computed at run time: from the
+/// StridedSlice's non-constant begin and end (`params`, of lengths `lens`; `None` when they are
+/// constant), OpenVINO shrinks clamped into the axis, TensorFlow reverse ranges guarded against
+/// a begin below `-dim`. One pool `Concat(begin, end, begin + 1 with -1 → INT64_MAX, kept
+/// shrink indices and the next ones, constants)` in i64, and a `Gather` of it for the starts
+/// and one for the stops; guarded ranges take theirs from a second pool after it.
 fn dynamic_bounds(
     b: &mut Builder,
     sliced: &[SliceAxis],
-    params: (OutletId, OutletId),
+    params: Option<(OutletId, OutletId)>,
     lens: (usize, usize),
+    rt: &RunTime,
 ) -> std::result::Result<(OutletId, OutletId), String> {
     let ir = b.format == Format::OpenVino;
-    let i64_ty = |n: Option<u64>| ValueType {
-        dtype: Some(DType::I64),
-        shape: Some(vec![n.map_or(DeclaredDim::Unknown, DeclaredDim::Known)]),
+    let v = |n: u64| rewrite::i64_vec(Some(n));
+    let (nb, ne) = match params {
+        Some(_) => (lens.0 as u64, lens.1 as u64),
+        None => (0, 0),
     };
-    let (nb, ne) = (lens.0 as u64, lens.1 as u64);
-    // Both parameters as i64.
-    let as_i64 = |b: &mut Builder, o: OutletId, n: u64| {
-        let dtype = b
-            .graph
-            .constant_at(o)
-            .map(|t| t.dtype)
-            .or_else(|| b.graph.value(o).and_then(|v| v.ty.dtype));
-        if dtype == Some(DType::I64) {
-            return o;
-        }
-        let (op, dom, attr) = if ir {
-            (
-                "Convert",
-                "opset1",
-                ("destination_type", Attr::String("i64".into())),
-            )
-        } else {
-            ("Cast", "", ("to", Attr::Int(7)))
-        };
-        let node = b.op(
-            None,
-            op,
-            dom,
-            &[Some(o)],
-            vec![(attr.0.to_string(), attr.1)],
-            None,
-            i64_ty(Some(n)),
-        );
-        OutletId { node, port: 0 }
-    };
-    let begin = as_i64(b, params.0, nb);
-    let end = as_i64(b, params.1, ne);
-    let mut parts = vec![begin, end];
+    let mut parts = Vec::new();
+    let mut begin = None;
+    if let Some((pb, pe)) = params {
+        let bi = b.as_i64(pb, Some(nb));
+        let ei = b.as_i64(pe, Some(ne));
+        parts.extend([bi, ei]);
+        begin = Some(bi);
+    }
+    let needs_begin = "internal: a run-time bound without its begin input";
     let mut consts: Vec<i64> = Vec::new();
     let after_base = nb + ne;
     let needs_after = sliced.iter().any(|a| matches!(a.2, Val::AfterBegin(_)));
     if needs_after {
+        let begin = begin.ok_or(needs_begin)?;
         // begin + 1, except where begin is -1 (the last element): INT64_MAX.
         let one = b.const_i64("one", &[1]);
         let minus_one = b.const_i64("minus_one", &[-1]);
         // OpenVINO's CPU plugin computes this Select in f32 and narrows to i32 (2^31 - 2
         // comes out as -2^31): 2^30 is exact there and past the end of any dim it runs.
         let max = b.const_i64("last", &[if ir { 1 << 30 } else { i64::MAX }]);
-        let (add, eq, sel, dom) = if ir {
-            ("Add", "Equal", "Select", "opset1")
-        } else {
-            ("Add", "Equal", "Where", "")
-        };
-        let plus = b.op(
-            None,
-            add,
-            dom,
-            &[Some(begin), Some(one)],
+        let plus = b.std_op("Add", &[begin, one], Vec::new(), v(nb));
+        let last = b.std_op(
+            "Equal",
+            &[begin, minus_one],
             Vec::new(),
-            None,
-            i64_ty(Some(nb)),
+            rewrite::bool_vec(Some(nb)),
         );
-        let last = b.op(
-            None,
-            eq,
-            dom,
-            &[Some(begin), Some(minus_one)],
-            Vec::new(),
-            None,
-            ValueType {
-                dtype: Some(DType::Bool),
-                shape: Some(vec![DeclaredDim::Known(nb)]),
-            },
-        );
-        let after = b.op(
-            None,
-            sel,
-            dom,
-            &[
-                Some(OutletId {
-                    node: last,
-                    port: 0,
-                }),
-                Some(max),
-                Some(OutletId {
-                    node: plus,
-                    port: 0,
-                }),
-            ],
-            Vec::new(),
-            None,
-            i64_ty(Some(nb)),
-        );
-        parts.push(OutletId {
-            node: after,
-            port: 0,
-        });
+        let sel = if ir { "Select" } else { "Where" };
+        let after = b.std_op(sel, &[last, max, plus], Vec::new(), v(nb));
+        parts.push(after);
     }
-    let const_base = after_base + if needs_after { nb } else { 0 };
+    let kept_base = after_base + if needs_after { nb } else { 0 };
+    let m = rt.shrinks.len() as u64;
+    if m > 0 {
+        // kept = min(max(b < 0 ? b + dim : b, 0), dim - 1), with b the shrink's begin and dim
+        // its axis' size at run time; then kept + 1.
+        let begin = begin.ok_or(needs_begin)?;
+        let js: Vec<i64> = rt.shrinks.iter().map(|&(j, _)| j as i64).collect();
+        let axes: Vec<usize> = rt.shrinks.iter().map(|&(_, a)| a).collect();
+        let bs = b.gather0(begin, "shrink_begin_index", &js);
+        let d = b.dims_at_run_time(rt.data, &rt.dims, &axes);
+        let zero = b.const_i64("zero", &[0]);
+        let one = b.const_i64("one", &[1]);
+        let neg = b.std_op("Less", &[bs, zero], Vec::new(), rewrite::bool_vec(Some(m)));
+        let wrapped = b.std_op("Add", &[bs, d], Vec::new(), v(m));
+        let norm = b.std_op("Select", &[neg, wrapped, bs], Vec::new(), v(m));
+        let low = b.std_op("Maximum", &[norm, zero], Vec::new(), v(m));
+        let last = b.std_op("Subtract", &[d, one], Vec::new(), v(m));
+        let kept = b.std_op("Minimum", &[low, last], Vec::new(), v(m));
+        let after = b.std_op("Add", &[kept, one], Vec::new(), v(m));
+        parts.push(kept);
+        parts.push(after);
+    }
+    let const_base = kept_base + 2 * m;
     let mut index_of = |v: Val| -> i64 {
         (match v {
             Val::Begin(j) => j as u64,
             Val::End(j) => nb + j as u64,
             Val::AfterBegin(j) => after_base + j as u64,
+            Val::Kept(k) => kept_base + k as u64,
+            Val::AfterKept(k) => kept_base + m + k as u64,
             Val::Const(c) => {
                 let k = consts.iter().position(|&x| x == c).unwrap_or_else(|| {
                     consts.push(c);
@@ -228,8 +205,8 @@ fn dynamic_bounds(
             }
         }) as i64
     };
-    let start_ix: Vec<i64> = sliced.iter().map(|a| index_of(a.1)).collect();
-    let stop_ix: Vec<i64> = sliced.iter().map(|a| index_of(a.2)).collect();
+    let mut start_ix: Vec<i64> = sliced.iter().map(|a| index_of(a.1)).collect();
+    let mut stop_ix: Vec<i64> = sliced.iter().map(|a| index_of(a.2)).collect();
     if !consts.is_empty() {
         if ir {
             // OpenVINO's CPU plugin narrows Slice bounds computed at run time to i32 (INT64_MAX
@@ -242,53 +219,44 @@ fn dynamic_bounds(
         parts.push(b.const_i64("bounds", &consts));
     }
     let total = const_base + consts.len() as u64;
-    let concat_attr = if ir {
-        Attr::String("0".into())
+    let mut pool = if parts.len() == 1 {
+        parts[0]
     } else {
-        Attr::Int(0)
+        b.concat0(&parts, Some(total))
     };
-    let pool = b.op(
-        None,
-        "Concat",
-        if ir { "opset1" } else { "" },
-        &parts.iter().map(|&p| Some(p)).collect::<Vec<_>>(),
-        vec![("axis".to_string(), concat_attr)],
-        None,
-        i64_ty(Some(total)),
-    );
-    let pool = OutletId {
-        node: pool,
-        port: 0,
-    };
-    let gather = |b: &mut Builder, what: &str, idx: &[i64]| {
-        let i = b.const_i64(what, idx);
-        let node = if ir {
-            let axis = b.const_i64("gather_axis", &[0]);
-            b.op(
-                None,
-                "Gather",
-                "opset8",
-                &[Some(pool), Some(i), Some(axis)],
-                vec![("batch_dims".to_string(), Attr::String("0".into()))],
-                None,
-                i64_ty(Some(idx.len() as u64)),
-            )
-        } else {
-            b.op(
-                None,
-                "Gather",
-                "",
-                &[Some(pool), Some(i)],
-                vec![("axis".to_string(), Attr::Int(0))],
-                None,
-                i64_ty(Some(idx.len() as u64)),
-            )
-        };
-        OutletId { node, port: 0 }
-    };
-    let start = gather(b, "start_index", &start_ix);
-    let stop = gather(b, "stop_index", &stop_ix);
+    let guarded: Vec<usize> = (0..sliced.len()).filter(|&k| sliced[k].4).collect();
+    if !guarded.is_empty() {
+        // TensorFlow selects nothing from a reverse begin below -dim: there start and stop
+        // become 0:0 (empty under Slice clamping), elsewhere they stay.
+        let g = guarded.len() as u64;
+        let pick = |ix: &[i64]| guarded.iter().map(|&k| ix[k]).collect::<Vec<i64>>();
+        let bs = b.gather0(pool, "guard_start_index", &pick(&start_ix));
+        let es = b.gather0(pool, "guard_stop_index", &pick(&stop_ix));
+        let axes: Vec<usize> = guarded.iter().map(|&k| sliced[k].0).collect();
+        let d = b.dims_at_run_time(rt.data, &rt.dims, &axes);
+        let neg = b.std_op("Neg", &[d], Vec::new(), v(g));
+        let below = b.std_op("Less", &[bs, neg], Vec::new(), rewrite::bool_vec(Some(g)));
+        let zero = b.const_i64("zero", &[0]);
+        let bs = b.std_op("Where", &[below, zero, bs], Vec::new(), v(g));
+        let es = b.std_op("Where", &[below, zero, es], Vec::new(), v(g));
+        pool = b.concat0(&[pool, bs, es], Some(total + 2 * g));
+        for (i, &k) in guarded.iter().enumerate() {
+            start_ix[k] = (total + i as u64) as i64;
+            stop_ix[k] = (total + g + i as u64) as i64;
+        }
+    }
+    let start = b.gather0(pool, "start_index", &start_ix);
+    let stop = b.gather0(pool, "stop_index", &stop_ix);
     Ok((start, stop))
+}
+
+/// What the bounds computed at run time need besides the parameters: the OpenVINO shrinks
+/// whose index is taken at run time, `(j, axis)` for a shrink of `begin[j]` on input `axis`,
+/// and the data input with its known dims (for dims at run time).
+struct RunTime {
+    shrinks: Vec<(usize, usize)>,
+    data: OutletId,
+    dims: Vec<Option<u64>>,
 }
 
 /// How the output is reshaped after the Slice.
@@ -390,6 +358,8 @@ fn lower_node(
     let mut out_dims: Vec<(DeclaredDim, Option<usize>)> = Vec::new();
     let mut shrunk: Vec<i64> = Vec::new();
     let mut new_axes: Vec<i64> = Vec::new();
+    let mut runtime_shrinks: Vec<(usize, usize)> = Vec::new();
+    let mut any_guarded = false;
     let err = |e: semantics::SliceError| format!("left as is: {e}");
     for (entry, &(begin_src, end_src)) in sn.plan.axes.iter().zip(&sources) {
         let dynamic = begin_src.is_some() || end_src.is_some();
@@ -417,7 +387,7 @@ fn lower_node(
                         return Err("internal: a range resolved to something else".into());
                     };
                     if let Some((a, b, c)) = rewrite::exact_range(start, step, len, d) {
-                        sliced.push((axis, Val::Const(a), Val::Const(b), c));
+                        sliced.push((axis, Val::Const(a), Val::Const(b), c, false));
                     }
                     slice_out[axis] = DeclaredDim::Known(len);
                     out_dims.push((DeclaredDim::Known(len), Some(axis)));
@@ -427,21 +397,22 @@ fn lower_node(
                     // Empty whatever the dim: said as 0:0, which no runtime reads otherwise
                     // (ONNX Runtime, for one, takes an end of INT64_MAX on a reverse range as
                     // "to the start").
-                    sliced.push((axis, Val::Const(0), Val::Const(0), 1));
+                    sliced.push((axis, Val::Const(0), Val::Const(0), 1, false));
                     slice_out[axis] = DeclaredDim::Known(0);
                     out_dims.push((DeclaredDim::Known(0), Some(axis)));
                 } else {
-                    if clamp == Clamp::Tf {
-                        let lo = rewrite::lower_bound(graph, sn.data, axis);
-                        if let Some(why) = rewrite::clamp_ambiguity(begin, s, lo) {
-                            return Err(format!("left as is: {why}"));
-                        }
-                        if begin == Bound::Dynamic && s < 0 {
-                            return Err("left as is: reverse range from a non-constant begin: \
-                                 TensorFlow selects nothing when begin < -dim, Slice one element"
-                                .into());
-                        }
-                    }
+                    // TensorFlow selects nothing from a reverse begin below -dim, Slice the
+                    // first element: such a range is guarded with the dim at run time.
+                    let guarded = clamp == Clamp::Tf
+                        && s < 0
+                        && (begin == Bound::Dynamic
+                            || rewrite::clamp_ambiguity(
+                                begin,
+                                s,
+                                rewrite::lower_bound(graph, sn.data, axis),
+                            )
+                            .is_some());
+                    any_guarded |= guarded;
                     let val = |b: Bound, is_begin: bool, src: Option<usize>| match (b, src) {
                         (Bound::Dynamic, Some(j)) if is_begin => Ok(Val::Begin(j)),
                         (Bound::Dynamic, Some(j)) => Ok(Val::End(j)),
@@ -454,6 +425,7 @@ fn lower_node(
                         val(begin, true, begin_src)?,
                         val(end, false, end_src)?,
                         s,
+                        guarded,
                     ));
                     slice_out[axis] = DeclaredDim::Unknown;
                     out_dims.push((DeclaredDim::Unknown, Some(axis)));
@@ -464,7 +436,15 @@ fn lower_node(
             } => {
                 let j = begin_src.ok_or("internal: a non-constant shrink without its source")?;
                 shrunk.push(axis as i64);
-                sliced.push((axis, Val::Begin(j), Val::AfterBegin(j), 1));
+                if format == Format::OpenVino {
+                    // OpenVINO clamps an out-of-range shrink index into the axis (the CPU
+                    // plugin, and the spec of begin); a Slice i:i+1 would select nothing.
+                    let k = runtime_shrinks.len();
+                    runtime_shrinks.push((j, axis));
+                    sliced.push((axis, Val::Kept(k), Val::AfterKept(k), 1, false));
+                } else {
+                    sliced.push((axis, Val::Begin(j), Val::AfterBegin(j), 1, false));
+                }
                 slice_out[axis] = DeclaredDim::Known(1);
             }
             AxisPlan::Shrink {
@@ -485,6 +465,7 @@ fn lower_node(
                             Val::Const(index as i64),
                             Val::Const(index as i64 + 1),
                             1,
+                            false,
                         ));
                     }
                 } else {
@@ -497,6 +478,7 @@ fn lower_node(
                             i.saturating_add(1)
                         }),
                         1,
+                        false,
                     ));
                 }
                 slice_out[axis] = DeclaredDim::Known(1);
@@ -603,7 +585,7 @@ fn lower_node(
     };
     if !sliced.is_empty() {
         let col = |f: fn(&SliceAxis) -> i64| -> Vec<i64> { sliced.iter().map(f).collect() };
-        let (start, stop) = if constant {
+        let (start, stop) = if constant && !any_guarded {
             let c = |v: Val| v.constant().unwrap_or(0);
             let start = b.const_i64("start", &sliced.iter().map(|a| c(a.1)).collect::<Vec<_>>());
             let stop = b.const_i64("stop", &sliced.iter().map(|a| c(a.2)).collect::<Vec<_>>());
@@ -614,8 +596,17 @@ fn lower_node(
                     .input(ix, port)
                     .ok_or("left as is: begin or end missing")
             };
-            let params = (param(1)?, param(2)?);
-            dynamic_bounds(&mut b, &sliced, params, lens)?
+            let params = if constant {
+                None
+            } else {
+                Some((param(1)?, param(2)?))
+            };
+            let rt = RunTime {
+                shrinks: runtime_shrinks,
+                data: sn.data,
+                dims: dims.clone(),
+            };
+            dynamic_bounds(&mut b, &sliced, params, lens, &rt)?
         };
         let step = b.const_i64("step", &col(|a| a.3));
         let axes = b.const_i64("axes", &col(|a| a.0 as i64));

@@ -1,4 +1,4 @@
-//! Pass `raise`: a Slice (ONNX `Slice`, OpenVINO `Slice-8`) with constant parameters and axes,
+//! Pass `raise`: a Slice (ONNX `Slice`, OpenVINO `Slice-8`) with constant axes and steps,
 //! optionally followed by a `Reshape`/`Squeeze`/`Unsqueeze` that only adds or removes size-1
 //! axes (and is the Slice's only consumer), becomes one StridedSlice: OpenVINO `StridedSlice-1`
 //! with 0/1 list masks, or in ONNX the TensorFlow-style `StridedSlice` of the custom domain
@@ -8,7 +8,10 @@
 //! the Slice bounds are kept, except a reverse range starting at a negative index, which
 //! TensorFlow clamps differently (left alone for ONNX, reported). A follow-up node that cannot
 //! be absorbed (non-constant axes, a Reshape on dims not all known) stays after the new node.
-//! With a static input the rewrite is checked by translation validation.
+//! Starts/ends taken at run time become the StridedSlice's begin/end, assembled from them (a
+//! `Gather` placing each element at its axis; for TensorFlow clamping, reverse begins below
+//! `-dim` raised to `-dim`). With a static input and constant parameters the rewrite is checked
+//! by translation validation.
 
 use petgraph::stable_graph::NodeIndex;
 
@@ -78,6 +81,10 @@ struct Ent {
     stride: i64,
     begin_mask: bool,
     end_mask: bool,
+    /// The begin is element `j` of the Slice's starts input (taken at run time).
+    begin_src: Option<usize>,
+    /// The end is element `j` of the Slice's ends input.
+    end_src: Option<usize>,
 }
 
 /// What happens to the axes after the Slice, in output order.
@@ -238,18 +245,25 @@ fn raise_node(
 ) -> std::result::Result<String, String> {
     let ir = format == Format::OpenVino;
     let sn = slice_node::decode(graph, ix, op).map_err(|e| format!("left as is: {e}"))?;
-    if !sn.plan.is_constant() {
-        return Err("left as is: non-constant starts, ends or steps".into());
-    }
+    let constant = sn.plan.is_constant();
     let (flavour, clamp) = if ir {
         (Flavour::Ov, Clamp::Ov)
     } else {
         (Flavour::Tf, Clamp::Tf)
     };
     let rank = sn.plan.input_rank;
+    // Starts/ends taken at run time: which of their elements slices each input axis.
+    let positions = if constant {
+        None
+    } else {
+        Some(slice_node::slice_param_positions(graph, ix, op, rank).ok_or(
+            "left as is: non-constant starts or ends with axes not constant or of unknown length",
+        )?)
+    };
     let dims = rewrite::known_dims(graph, sn.data).unwrap_or_else(|| vec![None; rank]);
     let static_dims: Option<Vec<u64>> = dims.iter().copied().collect();
     let old_sel = match &static_dims {
+        Some(_) if !constant => None,
         Some(d) => {
             Some(rewrite::select(&sn.plan, d, op.clamp()).map_err(|e| format!("left as is: {e}"))?)
         }
@@ -271,7 +285,8 @@ fn raise_node(
             return Err("internal: a Slice plan with a new or shrunk axis".into());
         };
         let s = step.ok_or("left as is: non-constant steps")?;
-        if let Some(d) = dims[axis] {
+        let dynamic = begin == Bound::Dynamic || end == Bound::Dynamic;
+        if let (Some(d), false) = (dims[axis], dynamic) {
             let ResolvedAxis::Range {
                 start, step, len, ..
             } = rewrite::resolve_entry(*entry, d, op.clamp())
@@ -286,6 +301,8 @@ fn raise_node(
                     stride: 1,
                     begin_mask: true,
                     end_mask: true,
+                    begin_src: None,
+                    end_src: None,
                 },
                 Some((a, i64::MIN, c)) => Ent {
                     begin: a,
@@ -293,6 +310,8 @@ fn raise_node(
                     stride: c,
                     begin_mask: false,
                     end_mask: true,
+                    begin_src: None,
+                    end_src: None,
                 },
                 Some((a, b, c)) => Ent {
                     begin: a,
@@ -300,6 +319,8 @@ fn raise_node(
                     stride: c,
                     begin_mask: false,
                     end_mask: false,
+                    begin_src: None,
+                    end_src: None,
                 },
             });
             single.push((len == 1).then_some(start));
@@ -311,19 +332,25 @@ fn raise_node(
                     return Err(format!("left as is: {why}"));
                 }
             }
+            let src = positions.as_ref().and_then(|(p, _)| p[axis]);
             let val = |b: Bound| match b {
-                Bound::Index(v) => Ok((v, false)),
-                Bound::Edge => Ok((0, true)),
-                Bound::Dynamic => Err("left as is: non-constant starts or ends".to_string()),
+                Bound::Index(v) => Ok((v, false, None)),
+                Bound::Edge => Ok((0, true, None)),
+                Bound::Dynamic => match src {
+                    Some(j) => Ok((0, false, Some(j))),
+                    None => Err("internal: a non-constant bound without its source".to_string()),
+                },
             };
-            let (b, bm) = val(begin)?;
-            let (e, em) = val(end)?;
+            let (b, bm, bs) = val(begin)?;
+            let (e, em, es) = val(end)?;
             ents.push(Ent {
                 begin: b,
                 end: e,
                 stride: s,
                 begin_mask: bm,
                 end_mask: em,
+                begin_src: bs,
+                end_src: es,
             });
             let one = match (begin, end) {
                 (Bound::Index(b), Bound::Index(e)) if s > 0 && b >= 0 && e == b.wrapping_add(1) => {
@@ -359,6 +386,33 @@ fn raise_node(
             }
         }
     }
+    let params = match positions {
+        None => None,
+        Some((pos, n)) => {
+            let input = |port| {
+                graph
+                    .input(ix, port)
+                    .ok_or("left as is: starts or ends missing")
+            };
+            let mut axes = vec![0; n];
+            for (a, p) in pos.iter().enumerate() {
+                if let Some(j) = p {
+                    axes[*j] = a;
+                }
+            }
+            // TensorFlow clamps a reverse begin below -dim to -1 (nothing selected), Slice to
+            // the first element: such begins are raised to -dim first.
+            let clamp_begin = !ir && ents.iter().any(|e| e.begin_src.is_some() && e.stride < 0);
+            Some(Params {
+                start: input(1)?,
+                stop: input(2)?,
+                n,
+                axes,
+                dims: dims.clone(),
+                clamp_begin,
+            })
+        }
+    };
     let src = Source {
         data: sn.data,
         rank,
@@ -369,6 +423,7 @@ fn raise_node(
         ents,
         single,
         slice: Some(ix),
+        params,
     };
     build_strided(graph, src, follow, evs, format, kept_note)
 }
@@ -418,6 +473,8 @@ fn raise_lone_shaping(
         stride: 1,
         begin_mask: true,
         end_mask: true,
+        begin_src: None,
+        end_src: None,
     };
     // A removed axis is one of size 1 (follow_events checks it): its only index is 0.
     let single = vec![Some(0); rank];
@@ -433,6 +490,7 @@ fn raise_lone_shaping(
         ents: vec![whole; rank],
         single,
         slice: None,
+        params: None,
     };
     build_strided(graph, src, Some(ix), evs, format, "")
 }
@@ -450,6 +508,76 @@ struct Source {
     single: Vec<Option<i64>>,
     /// The Slice node, when there is one.
     slice: Option<NodeIndex>,
+    /// The Slice's starts and ends when some entries take them at run time.
+    params: Option<Params>,
+}
+
+/// A Slice's starts and ends taken at run time.
+struct Params {
+    start: OutletId,
+    stop: OutletId,
+    /// Their length.
+    n: usize,
+    /// Per element, the input axis it slices.
+    axes: Vec<usize>,
+    /// The input dims where known.
+    dims: Vec<Option<u64>>,
+    /// Raise every start below `-dim` to `-dim` (TensorFlow clamping of reverse begins).
+    clamp_begin: bool,
+}
+
+/// A StridedSlice begin or end: `consts`, except the elements with a source, taken from
+/// `input` (the Slice's starts or ends) at run time. Without constants and in order, `input`
+/// itself (as i64); else a `Gather` from `Concat(input, constants)`.
+fn assemble(
+    b: &mut Builder,
+    p: &Params,
+    input: OutletId,
+    data: Option<OutletId>,
+    what: &str,
+    consts: &[i64],
+    srcs: &[Option<usize>],
+) -> std::result::Result<OutletId, String> {
+    let n = p.n as u64;
+    let mut x = b.as_i64(input, Some(n));
+    if let Some(data) = data {
+        // max(start, -dim), as Where(start < -dim, -dim, start).
+        let d = b.dims_at_run_time(data, &p.dims, &p.axes);
+        let neg = b.std_op("Neg", &[d], Vec::new(), rewrite::i64_vec(Some(n)));
+        let below = b.std_op("Less", &[x, neg], Vec::new(), rewrite::bool_vec(Some(n)));
+        x = b.std_op(
+            "Where",
+            &[below, neg, x],
+            Vec::new(),
+            rewrite::i64_vec(Some(n)),
+        );
+    }
+    let in_order = srcs.len() == p.n && srcs.iter().enumerate().all(|(k, s)| *s == Some(k));
+    if in_order {
+        return Ok(x);
+    }
+    let mut pool: Vec<i64> = Vec::new();
+    let idx: Vec<i64> = srcs
+        .iter()
+        .zip(consts)
+        .map(|(s, &c)| match s {
+            Some(j) => *j as i64,
+            None => {
+                let k = pool.iter().position(|&v| v == c).unwrap_or_else(|| {
+                    pool.push(c);
+                    pool.len() - 1
+                });
+                (p.n + k) as i64
+            }
+        })
+        .collect();
+    let all = if pool.is_empty() {
+        x
+    } else {
+        let c = b.const_i64(&format!("{what}_constants"), &pool);
+        b.concat0(&[x, c], Some(n + pool.len() as u64))
+    };
+    Ok(b.gather0(all, &format!("{what}_index"), &idx))
 }
 
 /// Builds the StridedSlice that replaces `src.slice` followed by `follow` (`evs` its events).
@@ -472,6 +600,7 @@ fn build_strided(
         ents,
         single,
         slice,
+        params,
     } = src;
 
     // The StridedSlice spec, one entry per event.
@@ -546,9 +675,33 @@ fn build_strided(
     .into_iter()
     .map(|(n, m)| (n, m.iter().map(|&b| i64::from(b)).collect()))
     .collect();
+    let src_of = |f: fn(&Ent) -> Option<usize>| -> Vec<Option<usize>> {
+        evs.iter()
+            .map(|e| match e {
+                Ev::Keep(a) => f(&ents[*a]),
+                _ => None,
+            })
+            .collect()
+    };
+    let (begin_src, end_src) = (src_of(|e| e.begin_src), src_of(|e| e.end_src));
     let mut b = Builder::new(graph, format, last);
-    let bc = b.const_i64("begin", &begin);
-    let ec = b.const_i64("end", &end);
+    let bc = match &params {
+        Some(p) if begin_src.iter().any(Option::is_some) => {
+            let clamp_data = p.clamp_begin.then_some(data);
+            Some(assemble(
+                &mut b, p, p.start, clamp_data, "begin", &begin, &begin_src,
+            )?)
+        }
+        _ => None,
+    };
+    let bc = bc.unwrap_or_else(|| b.const_i64("begin", &begin));
+    let ec = match &params {
+        Some(p) if end_src.iter().any(Option::is_some) => {
+            Some(assemble(&mut b, p, p.stop, None, "end", &end, &end_src)?)
+        }
+        _ => None,
+    };
+    let ec = ec.unwrap_or_else(|| b.const_i64("end", &end));
     let sc = b.const_i64("strides", &stride);
     let attrs = masks
         .iter()
@@ -576,6 +729,8 @@ fn build_strided(
     }
     let note = if validated {
         ""
+    } else if params.is_some() {
+        " (starts/ends not constant: begin/end assembled from them; not validated)"
     } else {
         " (input shape not static: not validated)"
     };

@@ -209,6 +209,143 @@ impl<'a> Builder<'a> {
         }
         ix
     }
+
+    /// A new operation node of the format's standard domain (OpenVINO: `opset1`) with fresh
+    /// names; its output 0.
+    pub fn std_op(
+        &mut self,
+        op_type: &str,
+        inputs: &[OutletId],
+        attrs: Vec<(String, Attr)>,
+        ty: ValueType,
+    ) -> OutletId {
+        let dom = if self.format == Format::OpenVino {
+            "opset1"
+        } else {
+            ""
+        };
+        let inputs: Vec<Option<OutletId>> = inputs.iter().map(|&o| Some(o)).collect();
+        let node = self.op(None, op_type, dom, &inputs, attrs, None, ty);
+        OutletId { node, port: 0 }
+    }
+
+    /// `o` (a 1-D integer tensor of length `n`) as i64: itself when it is i64, else a
+    /// `Convert`/`Cast` of it.
+    pub fn as_i64(&mut self, o: OutletId, n: Option<u64>) -> OutletId {
+        let dtype = self
+            .graph
+            .constant_at(o)
+            .map(|t| t.dtype)
+            .or_else(|| self.graph.value(o).and_then(|v| v.ty.dtype));
+        if dtype == Some(DType::I64) {
+            return o;
+        }
+        let (op, attr) = if self.format == Format::OpenVino {
+            ("Convert", ("destination_type", Attr::String("i64".into())))
+        } else {
+            ("Cast", ("to", Attr::Int(7)))
+        };
+        self.std_op(op, &[o], vec![(attr.0.to_string(), attr.1)], i64_vec(n))
+    }
+
+    /// `Concat` of 1-D i64 tensors (of total length `n`) on axis 0.
+    pub fn concat0(&mut self, parts: &[OutletId], n: Option<u64>) -> OutletId {
+        let axis = if self.format == Format::OpenVino {
+            Attr::String("0".into())
+        } else {
+            Attr::Int(0)
+        };
+        self.std_op(
+            "Concat",
+            parts,
+            vec![("axis".to_string(), axis)],
+            i64_vec(n),
+        )
+    }
+
+    /// The elements `idx` of the 1-D i64 tensor `data` (a `Gather` on axis 0).
+    pub fn gather0(&mut self, data: OutletId, what: &str, idx: &[i64]) -> OutletId {
+        let i = self.const_i64(what, idx);
+        let ty = i64_vec(Some(idx.len() as u64));
+        let node = if self.format == Format::OpenVino {
+            let axis = self.const_i64("gather_axis", &[0]);
+            self.op(
+                None,
+                "Gather",
+                "opset8",
+                &[Some(data), Some(i), Some(axis)],
+                vec![("batch_dims".to_string(), Attr::String("0".into()))],
+                None,
+                ty,
+            )
+        } else {
+            self.op(
+                None,
+                "Gather",
+                "",
+                &[Some(data), Some(i)],
+                vec![("axis".to_string(), Attr::Int(0))],
+                None,
+                ty,
+            )
+        };
+        OutletId { node, port: 0 }
+    }
+
+    /// The dims `axes` of `data` at run time, as a 1-D i64 tensor: constants where the dims
+    /// are known (`dims`), else `ShapeOf`/`Shape` of `data` and a `Gather`.
+    pub fn dims_at_run_time(
+        &mut self,
+        data: OutletId,
+        dims: &[Option<u64>],
+        axes: &[usize],
+    ) -> OutletId {
+        let known: Option<Vec<i64>> = axes
+            .iter()
+            .map(|&a| {
+                dims.get(a)
+                    .copied()
+                    .flatten()
+                    .and_then(|d| i64::try_from(d).ok())
+            })
+            .collect();
+        if let Some(k) = known {
+            return self.const_i64("dims", &k);
+        }
+        let rank = dims.len() as u64;
+        let shape = if self.format == Format::OpenVino {
+            let node = self.op(
+                None,
+                "ShapeOf",
+                "opset3",
+                &[Some(data)],
+                vec![("output_type".to_string(), Attr::String("i64".into()))],
+                None,
+                i64_vec(Some(rank)),
+            );
+            OutletId { node, port: 0 }
+        } else {
+            self.std_op("Shape", &[data], Vec::new(), i64_vec(Some(rank)))
+        };
+        let idx: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
+        self.gather0(shape, "dim_index", &idx)
+    }
+}
+
+/// The type of a 1-D i64 tensor of length `n`.
+pub fn i64_vec(n: Option<u64>) -> ValueType {
+    ValueType {
+        dtype: Some(DType::I64),
+        shape: Some(vec![n.map_or(DeclaredDim::Unknown, DeclaredDim::Known)]),
+    }
+}
+
+/// The type of a 1-D boolean tensor of length `n`.
+pub fn bool_vec(n: Option<u64>) -> ValueType {
+    ValueType {
+        dtype: Some(DType::Bool),
+        shape: Some(vec![n.map_or(DeclaredDim::Unknown, DeclaredDim::Known)]),
+    }
 }
 
 /// The marker `lower` puts in the name of a lone Reshape/Squeeze/Unsqueeze it makes of an

@@ -389,3 +389,42 @@ pub fn from_dim(d: &Dim, symbolic: bool) -> DeclaredDim {
         _ => DeclaredDim::Unknown,
     }
 }
+
+/// For a Slice node (`OnnxSlice` of opset 10+ or `OvSlice8`) on an input of rank `rank`: per
+/// input axis, the position in the starts/ends inputs of the entry that slices it (`None`: not
+/// sliced), and the length of those inputs. `None` when the axes are not constant, the length is
+/// unknown, or an axis is invalid (decoding reports why).
+pub fn slice_param_positions(
+    graph: &Graph,
+    node: NodeIndex,
+    op: SliceOp,
+    rank: usize,
+) -> Option<(Vec<Option<usize>>, usize)> {
+    let axes_port = match op {
+        SliceOp::OnnxSlice { opset } if opset >= 10 => 3,
+        SliceOp::OvSlice8 => 4,
+        _ => return None,
+    };
+    let n = param(graph, None, node, 1, "starts").ok()??.len();
+    let axes: Vec<i64> =
+        match known_axes(param(graph, None, node, axes_port, "axes").ok()?, "axes").ok()? {
+            Some(a) => a,
+            None => (0..n as i64).collect(),
+        };
+    if axes.len() != n {
+        return None;
+    }
+    let mut pos = vec![None; rank];
+    for (j, &a) in axes.iter().enumerate() {
+        let a = if a < 0 {
+            a.checked_add(rank as i64)?
+        } else {
+            a
+        };
+        let a = usize::try_from(a).ok().filter(|&a| a < rank)?;
+        if pos[a].replace(j).is_some() {
+            return None;
+        }
+    }
+    Some((pos, n))
+}

@@ -572,6 +572,11 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
     // Nodes: create all first (they need not be in topological order), then wire.
     let mut node_ix = Vec::with_capacity(g.node.len());
     for (i, n) in g.node.iter().enumerate() {
+        // Node names are reserved too: a pass naming a new node must not reuse one (ONNX
+        // Runtime refuses two nodes of one name).
+        if !n.name().is_empty() {
+            graph.reserve_name(n.name());
+        }
         let mut node = Node::op(n.name(), n.op_type(), n.domain());
         node.origin = Origin::OnnxNode(i);
         node.order = (2, i as u64);
