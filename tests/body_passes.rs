@@ -203,6 +203,13 @@ fn fold_makes_constant_body_slices_constants_of_their_body() {
         branch(else_g, "else_branch"),
         branch(branch(&orig, "else_branch"), "else_branch")
     );
+    // W was read only by the folded slice, K (else branch) only by the nested folded slice:
+    // `cleanup` drops both once the bodies no longer read them.
+    assert!(g.initializer.iter().all(|t| t.name() != "W"));
+    assert!(else_g
+        .node
+        .iter()
+        .all(|n| !n.output.iter().any(|o| o == "K")));
     // Outer names stay read from the outer scope: no body declares them as inputs.
     assert!(then_g.input.is_empty() && else_g.input.is_empty() && inner_then.input.is_empty());
 

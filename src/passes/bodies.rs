@@ -28,7 +28,7 @@ use crate::formats::Model;
 use crate::ir::{FastMap, NodeKind, Origin, OutletId};
 use crate::passes::slice_node;
 use crate::pipeline::Pipeline;
-use crate::report::{Change, Report};
+use crate::report::{Change, PassKind, Report};
 use crate::shape::{self, scope, Fact};
 
 /// Runs `pipeline` in every body of `model` (recursively up to [`scope::MAX_DEPTH`] levels
@@ -44,9 +44,26 @@ pub(crate) fn run(
         return Ok(());
     }
     match model {
-        Model::Onnx(m) => onnx(pipeline, m, report, depth),
-        Model::OpenVino(m) => openvino(pipeline, m, report, depth),
+        Model::Onnx(m) => onnx(pipeline, m, report, depth)?,
+        Model::OpenVino(m) => openvino(pipeline, m, report, depth)?,
     }
+    // A value only a rewritten body read (an outer constant whose slice folded) is dropped
+    // by `cleanup` now.
+    let pruned = match model {
+        Model::Onnx(m) => m.prune_captures(),
+        Model::OpenVino(_) => 0,
+    };
+    if pruned > 0 {
+        if let Some(pr) = report
+            .passes
+            .iter_mut()
+            .rev()
+            .find(|p| p.pass == PassKind::Cleanup)
+        {
+            crate::passes::cleanup::run(model, pr)?;
+        }
+    }
+    Ok(())
 }
 
 /// The facts of `graph` (itself seeded when it is a body).
@@ -209,7 +226,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
             // An outer constant no longer read in the body stays where it is: not a change.
             for pr in &mut sub.passes {
                 pr.changes.retain(|c| {
-                    !(pr.pass == crate::report::PassKind::Cleanup
+                    !(pr.pass == PassKind::Cleanup
                         && c.op == "constant"
                         && outer_consts.contains(&c.node))
                 });

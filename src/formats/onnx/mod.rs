@@ -164,6 +164,54 @@ impl OnnxModel {
         }
     }
 
+    /// Drops the capture edges into nodes whose bodies a pass rewrote (see `body_overrides`)
+    /// for the names the rewritten bodies no longer read (a folded slice of an outer constant);
+    /// returns how many were dropped. `cleanup` can then remove what only they kept.
+    pub(crate) fn prune_captures(&mut self) -> usize {
+        use petgraph::visit::EdgeRef;
+        let Some(record) = self.proto.graph.as_ref() else {
+            return 0;
+        };
+        let mut dropped = Vec::new();
+        for ix in self.graph.g.node_indices() {
+            let Origin::OnnxNode(i) = self.graph.node(ix).origin else {
+                continue;
+            };
+            let (Some(b), Some(np)) = (self.body_overrides.get(&i), record.node.get(i)) else {
+                continue;
+            };
+            let np = with_bodies(np.clone(), b);
+            let mut free = HashSet::default();
+            for a in &np.attribute {
+                for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
+                    free_names(sg, &mut free);
+                }
+            }
+            for e in self
+                .graph
+                .g
+                .edges_directed(ix, petgraph::Direction::Incoming)
+            {
+                if e.weight().dst_port != Wire::CAPTURED {
+                    continue;
+                }
+                let name = self
+                    .graph
+                    .node(e.source())
+                    .outputs
+                    .get(e.weight().src_port)
+                    .map(|v| v.name.as_str());
+                if !name.is_some_and(|n| free.contains(n)) {
+                    dropped.push(e.id());
+                }
+            }
+        }
+        for e in &dropped {
+            self.graph.g.remove_edge(*e);
+        }
+        dropped.len()
+    }
+
     /// The graph record of a body made by [`OnnxModel::body_model`], as it is to be written
     /// back into its node: rebuilt from the IR, with only the first `formal_inputs` inputs
     /// (the captured names are read from enclosing scopes again).
