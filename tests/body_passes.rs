@@ -492,3 +492,84 @@ fn untouched_bodies_stay_byte_identical() {
         }
     }
 }
+
+/// The f32 values of the `Const` layer `name` of a body, read from the written `.bin`.
+fn body_const(body: &Element, name: &str, bin: &[u8]) -> (String, Vec<f32>) {
+    let l = body_layers(body)
+        .into_values()
+        .find(|l| l.attr("name") == Some(name))
+        .unwrap_or_else(|| panic!("no layer {name}"));
+    assert_eq!(l.attr("type"), Some("Const"), "{name}");
+    let d = l.child("data").expect("data");
+    let (off, size) = (int(d, "offset") as usize, int(d, "size") as usize);
+    let values = bin[off..off + size]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    (d.attr("shape").unwrap_or_default().to_string(), values)
+}
+
+/// `tests/data/subgraph/body_if.xml` and `body_ti.xml` (tools/gen_body_passes.py): a
+/// StridedSlice-1 of a body constant `K` (`arange(16) / 2`, `[2, 8]`) in an IR `If` branch and
+/// in a `TensorIterator` body folds to a `Const` of the body holding `K[:, 0:6]` /
+/// `K[:, 2:8]` (begin_mask/end_mask set on axis 0: the whole axis), its data appended to the
+/// `.bin`; the port maps still name the bodies' Parameters and Results. `lower` makes the
+/// TensorIterator's slice of its iteration part a Slice-8.
+#[test]
+fn openvino_body_constants_fold_and_ti_bodies_lower() {
+    let data = repo().join("tests/data/subgraph");
+    let dir = tempfile::tempdir().expect("tmp");
+    let k: Vec<f32> = (0..16).map(|v| v as f32 / 2.0).collect();
+
+    let out = dir.path().join("if.xml");
+    let report = run(
+        &data.join("body_if.xml"),
+        &[PassKind::Infer, PassKind::Fold, PassKind::Cleanup],
+        &out,
+    );
+    // OpenVINO's Python API named the If layer `If_19`.
+    assert_eq!(changed(&report, PassKind::Fold), ["If_19/then_body/k_ss"]);
+    let xml = std::fs::read_to_string(&out).expect("xml");
+    let bin = std::fs::read(out.with_extension("bin")).expect("bin");
+    let lp = ov_layer(&xml, "If");
+    let then_b = lp.child("then_body").expect("then");
+    assert!(!types(then_b).iter().any(|(t, _)| t == "StridedSlice"));
+    let (shape, values) = body_const(then_b, "k_ss", &bin);
+    assert_eq!(shape.replace(' ', ""), "2,6");
+    assert_eq!(values, sub(&k, 8, 0..2, 0..6));
+    check_body(&lp, "then_body", "then_port_map", bin.len() as u64);
+    check_body(&lp, "else_body", "else_port_map", bin.len() as u64);
+
+    for (passes, folded) in [
+        (
+            vec![PassKind::Infer, PassKind::Fold, PassKind::Cleanup],
+            true,
+        ),
+        (vec![PassKind::Lower], false),
+    ] {
+        let out = dir.path().join("ti.xml");
+        run(&data.join("body_ti.xml"), &passes, &out);
+        let xml = std::fs::read_to_string(&out).expect("xml");
+        let bin = std::fs::read(out.with_extension("bin")).expect("bin");
+        let lp = ov_layer(&xml, "TensorIterator");
+        let body = lp.child("body").expect("body");
+        let t = types(body);
+        check_body(&lp, "body", "port_map", bin.len() as u64);
+        if folded {
+            let (shape, values) = body_const(body, "ti_k_ss", &bin);
+            assert_eq!(shape.replace(' ', ""), "2,6");
+            assert_eq!(values, sub(&k, 8, 0..2, 2..8));
+            // The slice of the iteration's part is not constant: it stays.
+            assert_eq!(t.iter().filter(|(t, _)| t == "StridedSlice").count(), 1);
+        } else {
+            assert!(!t.iter().any(|(t, _)| t == "StridedSlice"), "{t:?}");
+            assert_eq!(
+                t.iter()
+                    .filter(|(t, v)| t == "Slice" && v == "opset8")
+                    .count(),
+                2,
+                "{t:?}"
+            );
+        }
+    }
+}

@@ -9,7 +9,9 @@ a pass set that changes nothing in the bodies of a model listed with that pass a
 Models: models/loop_body_slice.onnx (ONNX Loop), models/loop_body_slice.tf.xml (IR Loop-5 with
 a StridedSlice), models/if_outer_slice.onnx (ONNX If), models/if_outer_slice.onnx.xml (IR If
 with Slice-8 in both bodies), tests/data/subgraph/body_fold.onnx (ONNX If with constant
-slices, one nested If; see tools/gen_body_passes.py).
+slices, one nested If), tests/data/subgraph/body_if.xml (IR If: a StridedSlice of a body
+constant, a Slice-8), tests/data/subgraph/body_ti.xml (IR TensorIterator: a StridedSlice of a
+body constant, one of the iteration's part); see tools/gen_body_passes.py.
 
 Usage: python3 tools/body_check.py [--bin target/release/slice-opt]
 """
@@ -33,6 +35,8 @@ MODELS = [
     ("models/if_outer_slice.onnx", "models/if_outer_slice.io.npz", ["infer,fold,cleanup", "raise", "lower,raise"]),
     ("models/if_outer_slice.onnx.xml", "models/if_outer_slice.io.npz", ["raise", "lower,raise"]),
     ("tests/data/subgraph/body_fold.onnx", "tests/data/subgraph/body_fold.io.npz", ["infer,fold,cleanup"]),
+    ("tests/data/subgraph/body_if.xml", "tests/data/subgraph/body_if.io.npz", PASS_SETS),
+    ("tests/data/subgraph/body_ti.xml", "tests/data/subgraph/body_ti.io.npz", ["infer,fold,cleanup", "lower", "lower,raise"]),
 ]
 
 

@@ -17,6 +17,18 @@ its body. The expected outputs (io.npz: `case{k}_x{i}` inputs c, d, x and `case{
 y, for k = 0..3 the pairs (c, d) = (0, 0), (0, 1), (1, 0), (1, 1)) are computed by ONNX Runtime
 on the model as written here.
 
+It also writes two OpenVINO IR models built with OpenVINO's Python API (IR 11, f32) and their
+expected outputs (io.npz: `case{k}_x{i}` inputs, `case{k}_y{j}` outputs, computed by OpenVINO's
+CPU plugin in f32 on the model as written):
+  body_if.xml: If(c) over x float [2, 6]
+    then_body: "k_ss" = StridedSlice-1(K [2, 8] constant, begin [0, 0], end [0, 6], begin_mask
+               [1, 0], end_mask [1, 0]) = K[:, 0:6]; + x                 (folds: a body constant)
+    else_body: "e_slice" = Slice-8(Concat(x, x, axis 1), [3], [9], [1], axes [1])  (raises)
+  body_ti.xml: TensorIterator over xs float [3, 2, 6], sliced along axis 0 (part [1, 2, 6])
+    body: "ti_k_ss" = StridedSlice-1(K, [0, 2], [0, 8], masks [1, 0]) = K[:, 2:8]; + part
+          "ti_x_ss" = StridedSlice-1(part, [0, 0, 1], [0, 0, 5], masks [1, 1, 0]) = part[:, :, 1:5]
+          both concatenated along axis 0: [3, 2, 6] and [3, 2, 4]      (fold and lower)
+
 Usage: python3 tools/gen_body_passes.py
 """
 
@@ -82,8 +94,70 @@ def build():
     return model
 
 
+def build_ov():
+    import openvino as ov
+    import openvino.opset1 as op1
+    import openvino.opset8 as op8
+
+    def i64(v):
+        return op8.constant(np.array(v, dtype=np.int64))
+
+    k = (np.arange(16, dtype=np.float32) / 2).reshape(2, 8)
+    c = op8.parameter([], ov.Type.boolean, name="c")
+    x = op8.parameter([2, 6], ov.Type.f32, name="x")
+    tp = op8.parameter([2, 6], ov.Type.f32, name="tx")
+    ss = op1.strided_slice(op8.constant(k), i64([0, 0]), i64([0, 6]), i64([1, 1]), [1, 0], [1, 0], name="k_ss")
+    tr = op8.result(op8.add(ss, tp, name="t_add"), name="t_res")
+    ep = op8.parameter([2, 6], ov.Type.f32, name="ex")
+    cat = op8.concat([ep, ep], 1, name="e_cat")
+    er = op8.result(op8.slice(cat, i64([3]), i64([9]), i64([1]), i64([1]), name="e_slice"), name="e_res")
+    if_op = op8.if_op(c)
+    if_op.set_then_body(ov.Model([tr], [tp], "then"))
+    if_op.set_else_body(ov.Model([er], [ep], "else"))
+    if_op.set_input(x.output(0), tp, ep)
+    out = if_op.set_output(tr, er)
+    body_if = ov.Model([out], [c, x], "body_if")
+
+    xs = op8.parameter([3, 2, 6], ov.Type.f32, name="xs")
+    bp = op8.parameter([1, 2, 6], ov.Type.f32, name="part")
+    kss = op1.strided_slice(op8.constant(k), i64([0, 2]), i64([0, 8]), i64([1, 1]), [1, 0], [1, 0], name="ti_k_ss")
+    r1 = op8.result(op8.add(bp, kss, name="ti_add"), name="ti_r1")
+    pss = op1.strided_slice(bp, i64([0, 0, 1]), i64([0, 0, 5]), i64([1, 1, 1]), [1, 1, 0], [1, 1, 0], name="ti_x_ss")
+    r2 = op8.result(pss, name="ti_r2")
+    ti = op8.tensor_iterator()
+    ti.set_body(ov.Model([r1, r2], [bp], "ti_body"))
+    ti.set_sliced_input(bp, xs.output(0), 0, 1, 1, -1, 0)
+    o1 = ti.get_concatenated_slices(r1.output(0), 0, 1, 1, -1, 0)
+    o2 = ti.get_concatenated_slices(r2.output(0), 0, 1, 1, -1, 0)
+    body_ti = ov.Model([o1, o2], [xs], "body_ti")
+    return ov, body_if, body_ti
+
+
+def save_ov():
+    ov, body_if, body_ti = build_ov()
+    core = ov.Core()
+    x = (np.arange(12, dtype=np.float32).reshape(2, 6) - 3.5) * 0.25
+    xs = (np.arange(36, dtype=np.float32).reshape(3, 2, 6) - 10.0) * 0.5
+    for name, model, cases in [
+        ("body_if", body_if, [[np.array(True), x], [np.array(False), x]]),
+        ("body_ti", body_ti, [[xs]]),
+    ]:
+        path = os.path.join(OUT, f"{name}.xml")
+        ov.save_model(model, path, compress_to_fp16=False)
+        compiled = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        io = {}
+        for k, inputs in enumerate(cases):
+            res = compiled(inputs)
+            for i, v in enumerate(inputs):
+                io[f"case{k}_x{i}"] = v
+            for j, o in enumerate(compiled.outputs):
+                io[f"case{k}_y{j}"] = res[o]
+        np.savez(os.path.join(OUT, f"{name}.io.npz"), **io)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    save_ov()
     path = os.path.join(OUT, "body_fold.onnx")
     onnx.save(build(), path)
     sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
