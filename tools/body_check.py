@@ -9,7 +9,9 @@ a pass set that changes nothing in the bodies of a model listed with that pass a
 Models: models/loop_body_slice.onnx (ONNX Loop), models/loop_body_slice.tf.xml (IR Loop-5 with
 a StridedSlice), models/if_outer_slice.onnx (ONNX If), models/if_outer_slice.onnx.xml (IR If
 with Slice-8 in both bodies), tests/data/subgraph/body_fold.onnx (ONNX If with constant
-slices, one nested If), tests/data/subgraph/body_if.xml (IR If: a StridedSlice of a body
+slices, one nested If), tests/data/subgraph/slices.onnx (If and Loop whose body slices a
+kept, an outer and a growing carried value; tools/gen_subgraph_slices.py; expected outputs: the
+original's in ONNX Runtime), tests/data/subgraph/body_if.xml (IR If: a StridedSlice of a body
 constant, a Slice-8), tests/data/subgraph/body_ti.xml (IR TensorIterator: a StridedSlice of a
 body constant, one of the iteration's part); see tools/gen_body_passes.py.
 
@@ -35,13 +37,31 @@ MODELS = [
     ("models/if_outer_slice.onnx", "models/if_outer_slice.io.npz", ["infer,fold,cleanup", "raise", "lower,raise"]),
     ("models/if_outer_slice.onnx.xml", "models/if_outer_slice.io.npz", ["raise", "lower,raise"]),
     ("tests/data/subgraph/body_fold.onnx", "tests/data/subgraph/body_fold.io.npz", ["infer,fold,cleanup"]),
+    ("tests/data/subgraph/slices.onnx", None, ["infer,fold,cleanup"]),
     ("tests/data/subgraph/body_if.xml", "tests/data/subgraph/body_if.io.npz", PASS_SETS),
     ("tests/data/subgraph/body_ti.xml", "tests/data/subgraph/body_ti.io.npz", ["infer,fold,cleanup", "lower", "lower,raise"]),
 ]
 
 
+def slices_cases():
+    """tests/data/subgraph/slices.onnx (tools/gen_subgraph_slices.py) has no io.npz: inputs for
+    both branches and 1 and 3 iterations; the expected outputs are the original model's in ONNX
+    Runtime."""
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    y = (np.arange(24, dtype=np.float32).reshape(3, 8) - 5) * 0.5
+    w = np.array([[1.0, -2.0, 3.0, 0.5]], np.float32)
+    out = []
+    for c in (True, False):
+        for m in (1, 3):
+            inputs = [x, np.array(c), np.array(m, np.int64), y, w]
+            out.append((inputs, run_onnx("tests/data/subgraph/slices.onnx", inputs)))
+    return out
+
+
 def cases(npz):
     """[(inputs, expected outputs)]: `x{i}`/`y{j}`, or `case{k}_x{i}`/`case{k}_y{j}`."""
+    if npz is None:
+        return slices_cases()
     def one(prefix):
         xs = sorted((k for k in npz.files if k.startswith(prefix + "x")), key=lambda k: int(k[len(prefix) + 1:]))
         ys = sorted((k for k in npz.files if k.startswith(prefix + "y")), key=lambda k: int(k[len(prefix) + 1:]))
@@ -131,7 +151,7 @@ def main() -> int:
             kind = "ir" if model.endswith(".xml") else "onnx"
             run = run_ir if kind == "ir" else run_onnx
             count = body_slices_ir if kind == "ir" else body_slices_onnx
-            npz = np.load(io)
+            npz = np.load(io) if io else None
             for passes in PASS_SETS:
                 base = os.path.basename(model)
                 out = os.path.join(tmp, f"{passes.replace(',', '_')}_{base}")
