@@ -25,11 +25,18 @@ use crate::error::Result;
 use crate::formats::onnx::{subgraph, OnnxModel};
 use crate::formats::openvino::OvModel;
 use crate::formats::Model;
-use crate::ir::{FastMap, NodeKind, Origin, OutletId};
+use crate::ir::{FastMap, NodeKind, Origin, OutletId, TensorData};
 use crate::passes::slice_node;
 use crate::pipeline::Pipeline;
 use crate::report::{Change, PassKind, Report};
 use crate::shape::{self, scope, Fact};
+
+/// The largest constant of an enclosing graph (in bytes) that a body sees as a constant. A
+/// larger one stays a value read from outside: folding in a body copies what it computes into
+/// the body, and a large outer weight that something else still reads would be stored twice
+/// (silero-vad's If branches slice its LSTM weights: with no limit the model grew from 2.2 to
+/// 3.2 MiB).
+pub const OUTER_CONST_LIMIT: usize = 1 << 10;
 
 /// Runs `pipeline` in every body of `model` (recursively up to [`scope::MAX_DEPTH`] levels
 /// below `depth`), adding what it did to `report` (one entry per pass, as the enclosing
@@ -203,6 +210,10 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
                     .first()
                     .and_then(|v| by_name.get(v.name.as_str()))
                     .and_then(|&o| graph.constant_at(o))
+                    .filter(|t| match &t.data {
+                        TensorData::Raw(b) => b.len() <= OUTER_CONST_LIMIT,
+                        TensorData::Strings(_) => false,
+                    })
                 else {
                     continue;
                 };
