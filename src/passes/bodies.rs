@@ -97,6 +97,39 @@ fn merge(report: &mut Report, body: Report, prefix: &str) {
     }
 }
 
+/// An error of a pass in a body, its node named by its path.
+fn with_path(e: crate::error::Error, prefix: &str) -> crate::error::Error {
+    use crate::error::Error;
+    match e {
+        Error::Node {
+            path,
+            node,
+            op,
+            message,
+        } => Error::Node {
+            path,
+            node: format!("{prefix}{node}"),
+            op,
+            message,
+        },
+        Error::Slice { node, op, source } => Error::Slice {
+            node: format!("{prefix}{node}"),
+            op,
+            source,
+        },
+        Error::Pass {
+            pass,
+            node,
+            message,
+        } => Error::Pass {
+            pass,
+            node: format!("{prefix}{node}"),
+            message,
+        },
+        other => other,
+    }
+}
+
 /// A body that could not be read is left as it is; the first pass's report says why.
 fn unreadable(report: &mut Report, prefix: &str, op: &str, why: String) {
     if let Some(pr) = report.passes.first_mut() {
@@ -233,7 +266,9 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
             }
             let formal_inputs = body.formal_inputs;
             let mut bm = Model::Onnx(m.body_model(body.proto, g));
-            let mut sub = pipeline.run_at(&mut bm, depth + 1)?;
+            let mut sub = pipeline
+                .run_at(&mut bm, depth + 1)
+                .map_err(|e| with_path(e, &body_prefix))?;
             // An outer constant no longer read in the body stays where it is: not a change.
             for pr in &mut sub.passes {
                 pr.changes.retain(|c| {
@@ -312,7 +347,9 @@ fn openvino(pipeline: &Pipeline, m: &mut OvModel, report: &mut Report, depth: us
                 body.graph.seeds.insert(p, facts.get(o).clone());
             }
             let mut bm = Model::OpenVino(body);
-            let sub = pipeline.run_at(&mut bm, depth + 1)?;
+            let sub = pipeline
+                .run_at(&mut bm, depth + 1)
+                .map_err(|e| with_path(e, &body_prefix))?;
             merge(report, sub, &body_prefix);
             if let Model::OpenVino(b) = bm {
                 if !b.is_untouched() {
