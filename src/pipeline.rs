@@ -94,8 +94,14 @@ impl Pipeline {
         self
     }
 
-    /// Runs every pass in order on `model`.
+    /// Runs every pass in order on `model`, then in every subgraph body (see
+    /// [`crate::passes::bodies`]).
     pub fn run(&self, model: &mut Model) -> Result<Report> {
+        self.run_at(model, 0)
+    }
+
+    /// Runs every pass in order on `model`, a graph `depth` bodies deep, then in its bodies.
+    pub(crate) fn run_at(&self, model: &mut Model, depth: usize) -> Result<Report> {
         let mut report = Report::default();
         for &pass in &self.passes {
             let start = Instant::now();
@@ -121,6 +127,9 @@ impl Pipeline {
             }
             pr.seconds = start.elapsed().as_secs_f64();
             report.passes.push(pr);
+        }
+        if !self.passes.is_empty() {
+            crate::passes::bodies::run(self, model, &mut report, depth)?;
         }
         Ok(report)
     }

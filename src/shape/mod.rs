@@ -360,8 +360,11 @@ fn rule(cx: &Ctx) -> Vec<Fact> {
 
 /// Propagates facts through `model`'s graph.
 pub fn propagate(model: &Model) -> Result<Facts> {
-    propagate_graph(model.graph(), model.format(), model.onnx_opset())
-        .map_err(|c| Error::cycle(model.path(), c))
+    let graph = model.graph();
+    propagate_seeded(graph, model.format(), model.onnx_opset(), &|ix| {
+        graph.seeds.get(&ix).cloned()
+    })
+    .map_err(|c| Error::cycle(model.path(), c))
 }
 
 /// Propagates facts through `graph` (see the module documentation).
@@ -413,7 +416,7 @@ pub(crate) fn propagate_seeded(
                         .collect(),
                 };
                 let mut computed = if node.op_type == "Parameter" {
-                    Vec::new()
+                    seed(ix).into_iter().collect()
                 } else {
                     rule(&cx)
                 };

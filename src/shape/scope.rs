@@ -216,9 +216,9 @@ fn ov_bodies(model: &OvModel, prefix: &str, depth: usize, out: &mut Vec<Scope<'s
 /// What the node's own inputs say about the body's formal inputs, by position (`None`: only
 /// what the body declares), and the carried values as (formal input, body output) pairs, which
 /// [`body_facts`] refines.
-type Seeds = (Vec<Option<Fact>>, Vec<(usize, usize)>);
+pub(crate) type Seeds = (Vec<Option<Fact>>, Vec<(usize, usize)>);
 
-fn formal_seeds(node: &crate::ir::Node, opset: i64, inputs: &[Fact]) -> Seeds {
+pub(crate) fn formal_seeds(node: &crate::ir::Node, opset: i64, inputs: &[Fact]) -> Seeds {
     if !(node.domain.is_empty() || node.domain == "ai.onnx") {
         return Seeds::default();
     }
@@ -288,10 +288,23 @@ fn formal_seeds(node: &crate::ir::Node, opset: i64, inputs: &[Fact]) -> Seeds {
 fn body_facts(
     body: &subgraph::Body,
     opset: i64,
-    mut formal: Vec<Option<Fact>>,
+    formal: Vec<Option<Fact>>,
     carried: &[(usize, usize)],
     outer: impl Fn(&str) -> Option<Fact>,
 ) -> Facts {
+    body_seeds(body, opset, formal, carried, outer).0
+}
+
+/// What is known about the inputs of `body` from outside it (by input node: the formal inputs
+/// from `formal`, refined for the carried values as [`body_facts`] says; the captured names
+/// from `outer`), with the facts they give.
+pub(crate) fn body_seeds(
+    body: &subgraph::Body,
+    opset: i64,
+    mut formal: Vec<Option<Fact>>,
+    carried: &[(usize, usize)],
+    outer: impl Fn(&str) -> Option<Fact>,
+) -> (Facts, FastMap<NodeIndex, Fact>) {
     let g = &body.graph;
     // Graph input node and graph output node by position.
     let mut ins: Vec<(usize, NodeIndex)> = Vec::new();
@@ -314,17 +327,22 @@ fn body_facts(
         })
         .collect();
     formal.truncate(body.formal_inputs);
-    const ROUNDS: usize = 8;
-    let mut round = 0;
-    loop {
-        let by_ix: FastMap<NodeIndex, Fact> = ins
+    let seeds = |formal: &[Option<Fact>]| -> FastMap<NodeIndex, Fact> {
+        let mut m: FastMap<NodeIndex, Fact> = ins
             .iter()
             .filter_map(|&(i, ix)| Some((ix, formal.get(i)?.clone()?)))
             .collect();
-        let facts = propagate_seeded(g, Format::Onnx, opset, &|ix| {
-            by_ix.get(&ix).or_else(|| captured.get(&ix)).cloned()
-        })
-        .unwrap_or_default();
+        for (ix, f) in &captured {
+            m.entry(*ix).or_insert_with(|| f.clone());
+        }
+        m
+    };
+    const ROUNDS: usize = 8;
+    let mut round = 0;
+    loop {
+        let by_ix = seeds(&formal);
+        let facts = propagate_seeded(g, Format::Onnx, opset, &|ix| by_ix.get(&ix).cloned())
+            .unwrap_or_default();
         let mut changed = false;
         for &(i, o) in carried {
             let Some(s) = formal.get_mut(i).and_then(Option::as_mut) else {
@@ -355,7 +373,7 @@ fn body_facts(
         }
         round += 1;
         if !changed {
-            return facts;
+            return (facts, by_ix);
         }
         if round >= ROUNDS {
             // Give up on what the carried values are: rank-only knowledge could still be
@@ -365,14 +383,10 @@ fn body_facts(
                     *seed = None;
                 }
             }
-            let by_ix: FastMap<NodeIndex, Fact> = ins
-                .iter()
-                .filter_map(|&(i, ix)| Some((ix, formal.get(i)?.clone()?)))
-                .collect();
-            return propagate_seeded(g, Format::Onnx, opset, &|ix| {
-                by_ix.get(&ix).or_else(|| captured.get(&ix)).cloned()
-            })
-            .unwrap_or_default();
+            let by_ix = seeds(&formal);
+            let facts = propagate_seeded(g, Format::Onnx, opset, &|ix| by_ix.get(&ix).cloned())
+                .unwrap_or_default();
+            return (facts, by_ix);
         }
     }
 }

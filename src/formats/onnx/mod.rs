@@ -50,7 +50,14 @@ pub struct OnnxModel {
     sources: Vec<write::Source>,
     /// The files read: the model and its external data files (resolved).
     inputs: Vec<PathBuf>,
+    /// Subgraph bodies a pass changed, by the index of their node in `proto`'s graph: the
+    /// attribute (`then_branch`, `body`, `name[i]` for the `i`-th graph of a list) and the
+    /// body to write instead of the one read.
+    pub(crate) body_overrides: BodyOverrides,
 }
+
+/// Rewritten subgraph bodies: node index in the graph record, then (attribute, body).
+pub(crate) type BodyOverrides = std::collections::BTreeMap<usize, Vec<(String, GraphProto)>>;
 
 fn fmt_err(path: &Path, message: impl Into<String>) -> Error {
     Error::Format {
@@ -132,7 +139,86 @@ impl OnnxModel {
             loaded_nodes,
             sources,
             inputs,
+            body_overrides: BodyOverrides::new(),
         })
+    }
+
+    /// A subgraph body of this model as a model of its own (for running passes in it): the
+    /// body's record (with the names it reads from enclosing scopes as extra inputs after its
+    /// `formal_inputs`) and its IR, with this model's opsets and files.
+    pub(crate) fn body_model(&self, proto: GraphProto, graph: Graph) -> OnnxModel {
+        let loaded_nodes = graph.g.node_count();
+        OnnxModel {
+            path: self.path.clone(),
+            proto: ModelProto {
+                ir_version: self.proto.ir_version,
+                opset_import: self.proto.opset_import.clone(),
+                graph: Some(proto),
+                ..ModelProto::default()
+            },
+            graph,
+            loaded_nodes,
+            sources: self.sources.clone(),
+            inputs: self.inputs.clone(),
+            body_overrides: BodyOverrides::new(),
+        }
+    }
+
+    /// Drops the capture edges into nodes whose bodies a pass rewrote (see `body_overrides`)
+    /// for the names the rewritten bodies no longer read (a folded slice of an outer constant);
+    /// returns how many were dropped. `cleanup` can then remove what only they kept.
+    pub(crate) fn prune_captures(&mut self) -> usize {
+        use petgraph::visit::EdgeRef;
+        let Some(record) = self.proto.graph.as_ref() else {
+            return 0;
+        };
+        let mut dropped = Vec::new();
+        for ix in self.graph.g.node_indices() {
+            let Origin::OnnxNode(i) = self.graph.node(ix).origin else {
+                continue;
+            };
+            let (Some(b), Some(np)) = (self.body_overrides.get(&i), record.node.get(i)) else {
+                continue;
+            };
+            let np = with_bodies(np.clone(), b);
+            let mut free = HashSet::default();
+            for a in &np.attribute {
+                for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
+                    free_names(sg, &mut free);
+                }
+            }
+            for e in self
+                .graph
+                .g
+                .edges_directed(ix, petgraph::Direction::Incoming)
+            {
+                if e.weight().dst_port != Wire::CAPTURED {
+                    continue;
+                }
+                let name = self
+                    .graph
+                    .node(e.source())
+                    .outputs
+                    .get(e.weight().src_port)
+                    .map(|v| v.name.as_str());
+                if !name.is_some_and(|n| free.contains(n)) {
+                    dropped.push(e.id());
+                }
+            }
+        }
+        for e in &dropped {
+            self.graph.g.remove_edge(*e);
+        }
+        dropped.len()
+    }
+
+    /// The graph record of a body made by [`OnnxModel::body_model`], as it is to be written
+    /// back into its node: rebuilt from the IR, with only the first `formal_inputs` inputs
+    /// (the captured names are read from enclosing scopes again).
+    pub(crate) fn body_record(&self, formal_inputs: usize) -> Result<GraphProto> {
+        let mut g = self.rebuilt_graph()?;
+        g.input.truncate(formal_inputs);
+        Ok(g)
     }
 
     /// The default-domain opset version.
@@ -156,6 +242,7 @@ impl OnnxModel {
     /// True when no pass changed the graph.
     pub fn is_untouched(&self) -> bool {
         self.graph.g.node_count() == self.loaded_nodes
+            && self.body_overrides.is_empty()
             && self.graph.g.node_weights().all(|n| {
                 !n.dirty && n.origin != Origin::New && n.outputs.iter().all(|v| !v.ty_changed)
             })
@@ -191,7 +278,7 @@ impl OnnxModel {
             .graph
             .as_ref()
             .ok_or_else(|| fmt_err(&self.path, "no graph"))?;
-        rebuild_graph(&self.path, &self.graph, orig)
+        rebuild_graph(&self.path, &self.graph, orig, &self.body_overrides)
     }
 
     /// Saves to `path` atomically; external data files the model references are kept beside it
@@ -752,11 +839,15 @@ fn rebuild_node<'a>(
     graph: &Graph,
     ix: NodeIndex,
     orig: &'a GraphProto,
+    bodies: &BodyOverrides,
 ) -> Result<Rec<'a, NodeProto>> {
     let n = graph.node(ix);
     if let Origin::OnnxNode(i) = n.origin {
         if let (false, Some(np)) = (n.dirty, orig.node.get(i)) {
-            return Ok(Rec::Borrowed(np));
+            return Ok(match bodies.get(&i) {
+                Some(b) => Rec::owned(with_bodies(np.clone(), b)),
+                None => Rec::Borrowed(np),
+            });
         }
     }
     let mut np = match n.origin {
@@ -851,10 +942,43 @@ fn rebuild_node<'a>(
         np.attribute.push(a);
     }
     let _ = path;
+    if let Some(b) = match n.origin {
+        Origin::OnnxNode(i) => bodies.get(&i),
+        _ => None,
+    } {
+        np = with_bodies(np, b);
+    }
     Ok(Rec::owned(np))
 }
 
-fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result<GraphOut<'a>> {
+/// `np` with the graph-valued attributes named in `bodies` replaced.
+fn with_bodies(mut np: NodeProto, bodies: &[(String, GraphProto)]) -> NodeProto {
+    for (attr, body) in bodies {
+        let (name, index) = match attr.strip_suffix(']').and_then(|a| a.split_once('[')) {
+            Some((n, i)) => (n, i.parse::<usize>().ok()),
+            None => (attr.as_str(), None),
+        };
+        let Some(a) = np.attribute.iter_mut().find(|a| a.name() == name) else {
+            continue;
+        };
+        match index {
+            None => a.g = Some(Box::new(body.clone())),
+            Some(i) => {
+                if let Some(slot) = a.graphs.get_mut(i) {
+                    *slot = body.clone();
+                }
+            }
+        }
+    }
+    np
+}
+
+fn rebuild_graph<'a>(
+    path: &Path,
+    graph: &Graph,
+    orig: &'a GraphProto,
+    bodies: &BodyOverrides,
+) -> Result<GraphOut<'a>> {
     let order = graph.topo_order().map_err(|c| Error::cycle(path, c))?;
     let mut out = GraphOut {
         base: orig,
@@ -869,7 +993,11 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
     for &ix in &order {
         let n = graph.node(ix);
         match (&n.kind, n.origin) {
-            (NodeKind::Input, _) | (NodeKind::Op, Origin::OnnxSparseInitializer(_)) => {}
+            // A body's input that is an outer scope's constant (read as a constant by the
+            // passes in the body) stays a name read from the outer scope.
+            (NodeKind::Input, _)
+            | (NodeKind::Const(_), Origin::OnnxInput(_))
+            | (NodeKind::Op, Origin::OnnxSparseInitializer(_)) => {}
             (NodeKind::Output, _) => {
                 // A graph output must be produced under its own name.
                 if let Some(src) = graph.input(ix, 0) {
@@ -903,7 +1031,7 @@ fn rebuild_graph<'a>(path: &Path, graph: &Graph, orig: &'a GraphProto) -> Result
                     .unwrap_or(&n.name);
                 inits.push((u64::MAX, Rec::owned(tensor_to_proto(t, name))));
             }
-            _ => out.node.push(rebuild_node(path, graph, ix, orig)?),
+            _ => out.node.push(rebuild_node(path, graph, ix, orig, bodies)?),
         }
     }
     out.node.extend(extra_identity);

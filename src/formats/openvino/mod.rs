@@ -95,6 +95,10 @@ pub struct OvModel {
     /// Node and edge counts right after loading (to detect an untouched graph).
     loaded_nodes: usize,
     loaded_edges: usize,
+    /// Bodies a pass changed: the top-level layer (index in document order), the body element
+    /// (`body`, `then_body`, `else_body`) and the body as changed, written in place of the one
+    /// read.
+    pub(crate) body_overrides: Vec<(usize, String, OvModel)>,
 }
 
 /// Where a top-level `<layer>` is in the source.
@@ -313,6 +317,7 @@ impl OvModel {
     pub fn is_untouched(&self) -> bool {
         self.graph.g.node_count() == self.loaded_nodes
             && self.graph.g.edge_count() == self.loaded_edges
+            && self.body_overrides.is_empty()
             && self.graph.g.node_weights().all(|n| {
                 !n.dirty
                     && matches!(n.origin, Origin::OvLayer(_))

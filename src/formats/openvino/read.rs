@@ -576,6 +576,7 @@ impl OvModel {
             edge_srcs,
             loaded_nodes,
             loaded_edges,
+            body_overrides: Vec::new(),
         })
     }
 }

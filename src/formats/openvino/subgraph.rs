@@ -62,3 +62,59 @@ impl OvModel {
         out
     }
 }
+
+impl OvModel {
+    /// The inputs of the layer of `node` that a body `elem` (`body`, `then_body`,
+    /// `else_body`) reads whole and unchanged in every iteration: `(input index, body
+    /// Parameter layer id)` for each `<input>` of its port map (`<port_map>`,
+    /// `<then_port_map>`, `<else_port_map>`) without an `axis` (not sliced per iteration) whose
+    /// Parameter no back edge feeds (not carried).
+    pub fn body_inputs(&self, node: NodeIndex, elem: &str) -> Vec<(usize, i64)> {
+        let Some(Origin::OvLayer(i)) = self.graph.g.node_weight(node).map(|n| n.origin) else {
+            return Vec::new();
+        };
+        let (Some(src), Some(rec)) = (self.layer_srcs.get(i), self.layers.get(i)) else {
+            return Vec::new();
+        };
+        let Ok((_, layer)) = materialize(&self.path, &self.source, src.span.clone()) else {
+            return Vec::new();
+        };
+        let map_name = match elem {
+            "then_body" => "then_port_map",
+            "else_body" => "else_port_map",
+            _ => "port_map",
+        };
+        let Some(map) = layer.child(map_name) else {
+            return Vec::new();
+        };
+        let int =
+            |e: &super::xml::Element, a: &str| e.attr(a).and_then(|v| v.trim().parse::<i64>().ok());
+        let carried: Vec<i64> = layer
+            .child("back_edges")
+            .map(|b| {
+                b.elements()
+                    .filter(|e| e.name == "edge")
+                    .filter_map(|e| int(e, "to-layer"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        map.elements()
+            .filter(|e| e.name == "input" && e.attr("axis").is_none())
+            .filter_map(|e| {
+                let port = int(e, "external_port_id")?;
+                let id = int(e, "internal_layer_id")?;
+                let index = rec.input_ports.iter().position(|&p| p == port)?;
+                (!carried.contains(&id)).then_some((index, id))
+            })
+            .collect()
+    }
+
+    /// The node of the top-level layer with XML id `id`.
+    pub fn node_of_layer_id(&self, id: i64) -> Option<NodeIndex> {
+        let k = self.layers.iter().position(|r| r.id == id)?;
+        self.graph
+            .g
+            .node_indices()
+            .find(|&ix| self.graph.node(ix).origin == Origin::OvLayer(k))
+    }
+}

@@ -184,6 +184,12 @@ pub(super) struct Writer<'a> {
     /// Constants whose data is their original range's bytes: that (original) range.
     reused: HashMap<NodeIndex, (u64, u64)>,
     unit: String,
+    /// Writing a body of the model being written: the `.bin` is kept whole (its offsets do not
+    /// move) and new constants go after what the enclosing writer has appended.
+    in_body: bool,
+    /// Nesting level of the `<layer>` elements written (2 at the top level: `<net>`,
+    /// `<layers>`; 3 more per body: `<layer>`, `<body>`, `<layers>`).
+    depth: usize,
 }
 
 impl<'a> Writer<'a> {
@@ -198,6 +204,8 @@ impl<'a> Writer<'a> {
             appended: HashMap::new(),
             reused: HashMap::new(),
             unit,
+            in_body: false,
+            depth: 2,
         }
     }
 
@@ -396,8 +404,14 @@ impl<'a> Writer<'a> {
                 }
             }
         }
+        // A changed body is written with the offsets it was read with: the whole `.bin` stays.
+        if self.in_body || !m.body_overrides.is_empty() {
+            refs.push((0, self.bin.len() as u64));
+        }
         self.compaction = Compaction::new(refs);
-        self.bin_len = self.compaction.len;
+        if !self.in_body {
+            self.bin_len = self.compaction.len;
+        }
 
         let source: &[u8] = &m.source;
         let Some(layers_c) = m.outline.layers.clone() else {
@@ -410,7 +424,7 @@ impl<'a> Writer<'a> {
             match by_layer.get(&i) {
                 Some(&ix) if needs_rebuild(ix) => {
                     let (sub, base) = materialize(&m.path, source, ls.span.clone())?;
-                    let mut rebuilt = self.layer_element(ix, Some(&base), &placed, 2)?;
+                    let mut rebuilt = self.layer_element(ix, Some(&base), &placed, self.depth)?;
                     // Its own `<data>` is set already; its body's constants are not.
                     for c in rebuilt.children.iter_mut() {
                         if let XmlNode::Element(e) = c {
@@ -419,8 +433,17 @@ impl<'a> Writer<'a> {
                             }
                         }
                     }
+                    self.splice_bodies(i, &mut rebuilt)?;
                     let mut text = String::new();
                     rebuilt.write(sub, &mut text);
+                    splices.push((ls.span.clone(), text));
+                }
+                Some(_) if m.body_overrides.iter().any(|(l, _, _)| *l == i) => {
+                    // The compaction keeps every offset (see above): only the bodies change.
+                    let (sub, mut el) = materialize(&m.path, source, ls.span.clone())?;
+                    self.splice_bodies(i, &mut el)?;
+                    let mut text = String::new();
+                    el.write(sub, &mut text);
                     splices.push((ls.span.clone(), text));
                 }
                 Some(_) => {
@@ -466,9 +489,11 @@ impl<'a> Writer<'a> {
         new_nodes.sort_by_key(|ix| topo_pos.get(ix).copied().unwrap_or(usize::MAX));
         let mut new_layers = Vec::with_capacity(new_nodes.len());
         for ix in new_nodes {
-            new_layers.push(self.layer_element(ix, None, &placed, 2)?);
+            new_layers.push(self.layer_element(ix, None, &placed, self.depth)?);
         }
-        if let Some(s) = append_splice(&m.path, source, &layers_c, new_layers, 2, &self.unit)? {
+        if let Some(s) = append_splice(
+            &m.path, source, &layers_c, new_layers, self.depth, &self.unit,
+        )? {
             splices.push(s);
         }
 
@@ -551,7 +576,9 @@ impl<'a> Writer<'a> {
         }
         match &m.outline.edges {
             Some(c) => {
-                if let Some(s) = append_splice(&m.path, source, c, edge_els, 2, &self.unit)? {
+                if let Some(s) =
+                    append_splice(&m.path, source, c, edge_els, self.depth, &self.unit)?
+                {
                     splices.push(s);
                 }
             }
@@ -559,9 +586,9 @@ impl<'a> Writer<'a> {
                 // A graph without edges may omit <edges>: add one after <layers>.
                 let mut edges = Element::new("edges");
                 for el in edge_els {
-                    append_child(&mut edges, el, 2, &self.unit);
+                    append_child(&mut edges, el, self.depth, &self.unit);
                 }
-                let mut text = format!("\n{}", self.unit);
+                let mut text = format!("\n{}", self.unit.repeat(self.depth - 1));
                 edges.write("", &mut text);
                 let at = layers_c.span.end;
                 splices.push((at..at, text));
@@ -588,6 +615,63 @@ impl<'a> Writer<'a> {
             pieces.push(Piece::Source(at..source.len()));
         }
         Ok(pieces)
+    }
+
+    /// Writes the changed bodies of top-level layer `layer` into its element `el`: each
+    /// body's `<layers>` and `<edges>` as the body's own writer writes them (original layers
+    /// keep their ids, so `<port_map>` and `<back_edges>` stay valid), its new constants
+    /// appended to this writer's `.bin`.
+    fn splice_bodies(&mut self, layer: usize, el: &mut Element) -> Result<()> {
+        let m = self.m;
+        for (_, name, body) in m.body_overrides.iter().filter(|(l, _, _)| *l == layer) {
+            let mut w = Writer::new(body, self.bin.clone());
+            w.in_body = true;
+            w.depth = self.depth + 3;
+            w.bin_len = self.bin_len;
+            w.new_parts = std::mem::take(&mut self.new_parts);
+            w.appended = std::mem::take(&mut self.appended);
+            let pieces = w.rebuild();
+            self.bin_len = w.bin_len;
+            self.new_parts = std::mem::take(&mut w.new_parts);
+            self.appended = std::mem::take(&mut w.appended);
+            let mut text = Vec::new();
+            for p in &pieces? {
+                text.extend_from_slice(p.bytes(&body.source));
+            }
+            let text = String::from_utf8(text)
+                .map_err(|e| fmt_err(&m.path, format!("written body is not UTF-8 ({e})")))?;
+            let doc = Document::parse(&text).map_err(|e| fmt_err(&m.path, e))?;
+            let part = |child: &str| {
+                doc.root
+                    .child(child)
+                    .and_then(|c| c.span.clone())
+                    .and_then(|r| text.get(r))
+                    .map(str::to_string)
+            };
+            let (Some(layers), edges) = (part("layers"), part("edges")) else {
+                return Err(fmt_err(
+                    &m.path,
+                    format!("written <{name}> has no <layers>"),
+                ));
+            };
+            let Some(XmlNode::Element(b)) = el.child_index(name).map(|i| &mut el.children[i])
+            else {
+                return Err(fmt_err(&m.path, format!("layer {layer} has no <{name}>")));
+            };
+            let at = b
+                .child_index("layers")
+                .ok_or_else(|| fmt_err(&m.path, format!("<{name}> has no <layers>")))?;
+            b.children[at] = XmlNode::Other(layers);
+            if let Some(edges) = edges {
+                match b.child_index("edges") {
+                    Some(e) => b.children[e] = XmlNode::Other(edges),
+                    None => b.children.insert(at + 1, XmlNode::Other(edges)),
+                }
+            }
+            b.span = None;
+            el.span = None;
+        }
+        Ok(())
     }
 
     /// Appends `data` to the `.bin` (or finds the same bytes appended before); returns its
