@@ -414,8 +414,15 @@ fn openvino_loop_body_slice_is_inferred_and_lowered() {
             .len();
         let lp = ov_layer(&xml, "Loop");
         let t = types(lp.child("body").expect("body"));
-        assert!(!t.iter().any(|(ty, _)| ty == "StridedSlice"), "{t:?}");
-        assert!(t.contains(&("Slice".into(), "opset8".into())), "{t:?}");
+        let count = |op: &str| t.iter().filter(|(ty, _)| ty == op).count();
+        if passes.contains(&PassKind::Raise) {
+            // Raised back in the same run: one StridedSlice again (begin/end assembled from the
+            // run-time values, issue 15), no Slice-8 left.
+            assert_eq!((count("StridedSlice"), count("Slice")), (1, 0), "{t:?}");
+        } else {
+            assert_eq!(count("StridedSlice"), 0, "{t:?}");
+            assert!(t.contains(&("Slice".into(), "opset8".into())), "{t:?}");
+        }
         check_body(&lp, "body", "port_map", bin_len);
         // The model reads back and its body slice is listed.
         let m = Model::load(&out).expect("reload");
