@@ -14,7 +14,7 @@ the TensorFlow-flavour cases as ONNX custom-domain nodes in ONNX Runtime; `onnxr
 ONNX Slice cases with starts/ends as graph inputs, lowers them again in a separate run, and runs
 them in ONNX Runtime.
 
-Usage: python3 tools/lower_check.py [--bin target/release/slice-opt] [--limit N] [--which lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,onnxraise,models]
+Usage: python3 tools/lower_check.py [--bin target/release/slice-opt] [--limit N] [--jobs 2] [--which lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,onnxraise,models]
 """
 
 import argparse
@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -594,6 +595,31 @@ def check_models(args, core, tmp):
     return not failed
 
 
+def run_leg(kind, args):
+    """Runs one leg in its own temporary directory; returns (ok, printed text, seconds)."""
+    import contextlib
+    import io
+
+    import openvino as ov
+
+    t0 = time.time()
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), tempfile.TemporaryDirectory() as tmp:
+        if kind == "onnx":
+            ok = check_onnx(args, tmp)
+        elif kind == "onnxraise":
+            ok = check_onnx_raise(args, tmp)
+        elif kind == "models":
+            ok = check_models(args, ov.Core(), tmp)
+        else:
+            ok = check(kind, args, ov.Core(), tmp)
+    return ok, buf.getvalue(), time.time() - t0
+
+
+# Longest legs first, so that `--jobs 2` finishes them side by side.
+LEG_COST_ORDER = ["onnx", "onnxraise", "lowerraise", "lower", "lowerdyn", "lowerdynraise", "raise", "models"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join("target", "release", "slice-opt"))
@@ -603,21 +629,29 @@ def main() -> int:
         default="lower,raise,lowerraise,lowerdyn,lowerdynraise,onnx,onnxraise,models",
         help="legs (comma-separated): lower, raise, lowerraise, lowerdyn, lowerdynraise, onnx, onnxraise, models",
     )
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="legs run in this many processes side by side (each leg's output is printed "
+                         "whole, in --which order, with its time)")
     args = ap.parse_args()
-    import openvino as ov
-
-    core = ov.Core()
+    legs = args.which.split(",")
     good = True
-    with tempfile.TemporaryDirectory() as tmp:
-        for kind in args.which.split(","):
-            if kind == "onnx":
-                good &= check_onnx(args, tmp)
-            elif kind == "onnxraise":
-                good &= check_onnx_raise(args, tmp)
-            elif kind == "models":
-                good &= check_models(args, core, tmp)
-            else:
-                good &= check(kind, args, core, tmp)
+    if args.jobs <= 1:
+        for kind in legs:
+            ok, text, secs = run_leg(kind, args)
+            print(text, end="")
+            print(f"== {kind}: {'ok' if ok else 'FAILED'} ({secs:.0f} s)", flush=True)
+            good &= ok
+        return 0 if good else 1
+    from concurrent.futures import ProcessPoolExecutor
+
+    order = sorted(legs, key=lambda k: LEG_COST_ORDER.index(k) if k in LEG_COST_ORDER else len(LEG_COST_ORDER))
+    with ProcessPoolExecutor(max_workers=args.jobs) as ex:
+        futures = {kind: ex.submit(run_leg, kind, args) for kind in order}
+        for kind in legs:
+            ok, text, secs = futures[kind].result()
+            print(text, end="")
+            print(f"== {kind}: {'ok' if ok else 'FAILED'} ({secs:.0f} s)", flush=True)
+            good &= ok
     return 0 if good else 1
 
 
