@@ -706,14 +706,6 @@ impl Dim {
         Dim(Repr::Unknown { lo, hi })
     }
 
-    fn from_lin(l: Option<Lin>, fallback: Iv) -> Dim {
-        match l {
-            // Intermediate constants may exceed i64 (they are i128); only `as_known` needs a fit.
-            Some(l) => Dim(Repr::Expr(l)),
-            None => Dim::from_iv(fallback),
-        }
-    }
-
     fn from_iv(iv: Iv) -> Dim {
         let lo = iv.lo.and_then(to_i64).unwrap_or(i64::MIN);
         Dim::unknown_bounded(lo, iv.hi.and_then(to_i64))
@@ -768,22 +760,34 @@ impl Dim {
         }
     }
 
+    /// `k` computes the result of two constants directly (`None` on overflow: the general path
+    /// decides); the bounds `iv` are computed only when the expression path gives up (they cost
+    /// an evaluation of each operand at its breakpoints).
     fn binop(
         &self,
         o: &Dim,
         f: impl Fn(&Lin, &Lin) -> Option<Lin>,
         iv: impl Fn(Iv, Iv) -> Iv,
+        k: impl Fn(i128, i128) -> Option<i128>,
     ) -> Dim {
-        let fallback = iv(self.iv(), o.iv());
+        // Intermediate constants may exceed i64 (they are i128); only `as_known` needs a fit.
         match (&self.0, &o.0) {
-            (Repr::Expr(a), Repr::Expr(b)) => Dim::from_lin(f(a, b), fallback),
-            _ => Dim::from_iv(fallback),
+            (Repr::Expr(a), Repr::Expr(b)) => {
+                if let Some(v) = a.as_const().zip(b.as_const()).and_then(|(x, y)| k(x, y)) {
+                    return Dim(Repr::Expr(Lin::constant(v)));
+                }
+                match f(a, b) {
+                    Some(l) => Dim(Repr::Expr(l)),
+                    None => Dim::from_iv(iv(self.iv(), o.iv())),
+                }
+            }
+            _ => Dim::from_iv(iv(self.iv(), o.iv())),
         }
     }
 
     /// `self + o`.
     pub fn add(&self, o: &Dim) -> Dim {
-        self.binop(o, |a, b| a.add(b), iv_add)
+        self.binop(o, |a, b| a.add(b), iv_add, i128::checked_add)
     }
     /// `self - o`.
     pub fn sub(&self, o: &Dim) -> Dim {
@@ -791,6 +795,7 @@ impl Dim {
             o,
             |a, b| a.add(&b.scale(-1)?),
             |a, b| iv_add(a, iv_scale(b, -1)),
+            i128::checked_sub,
         )
     }
     /// `self + c`.
@@ -809,6 +814,7 @@ impl Dim {
                     (x, y) => x.or(y),
                 },
             },
+            |x, y| Some(x.min(y)),
         )
     }
     /// `max(self, o)`.
@@ -823,23 +829,32 @@ impl Dim {
                 },
                 hi: a.hi.zip(b.hi).map(|(x, y)| x.max(y)),
             },
+            |x, y| Some(x.max(y)),
         )
     }
     /// `floor(self / d)` for `d >= 1`; `d < 1` gives an unknown dim.
     pub fn div_floor(&self, d: i64) -> Dim {
         let d = d as i128;
-        let iv = self.iv();
-        let fallback = if d >= 1 {
-            Iv {
-                lo: iv.lo.map(|v| v.div_euclid(d)),
-                hi: iv.hi.map(|v| v.div_euclid(d)),
-            }
-        } else {
-            Iv { lo: None, hi: None }
+        let fallback = || {
+            let iv = self.iv();
+            Dim::from_iv(if d >= 1 {
+                Iv {
+                    lo: iv.lo.map(|v| v.div_euclid(d)),
+                    hi: iv.hi.map(|v| v.div_euclid(d)),
+                }
+            } else {
+                Iv { lo: None, hi: None }
+            })
         };
         match &self.0 {
-            Repr::Expr(a) => Dim::from_lin(mk_div(a, d), fallback),
-            Repr::Unknown { .. } => Dim::from_iv(fallback),
+            Repr::Expr(a) => match a.as_const() {
+                Some(c) if d >= 1 => Dim(Repr::Expr(Lin::constant(c.div_euclid(d)))),
+                _ => match mk_div(a, d) {
+                    Some(l) => Dim(Repr::Expr(l)),
+                    None => fallback(),
+                },
+            },
+            Repr::Unknown { .. } => fallback(),
         }
     }
 }
@@ -848,7 +863,7 @@ impl Dim {
     /// `self * o`: a product of two expressions expands into a sum of products of atoms (`N*M`,
     /// tract's `Mul`); exact. Too large an expansion gives an unknown dim with the bounds.
     pub fn mul(&self, o: &Dim) -> Dim {
-        self.binop(o, |a, b| a.mul(b), iv_mul)
+        self.binop(o, |a, b| a.mul(b), iv_mul, i128::checked_mul)
     }
     /// `self * k`.
     pub fn mul_const(&self, k: i64) -> Dim {

@@ -299,6 +299,22 @@ pub fn range_dim_sym(
         let (rlo, rhi) = r.bounds();
         return Dim::unknown_bounded(rlo.unwrap_or(0).max(0), rhi);
     }
+    // Everything known: the concrete rule (no expression algebra; most slices of real models).
+    if let (Some(n), Some(s)) = (d.as_known(), step.filter(|&s| s != 0)) {
+        let concrete = |b: &SymBound| match b {
+            SymBound::Index(v) => v.as_known().map(Bound::Index),
+            SymBound::Edge => Some(Bound::Edge),
+            SymBound::Dynamic => None,
+        };
+        if let (Some(b), Some(e), true) = (concrete(begin), concrete(end), n >= 0) {
+            if let Some(len) = range_concrete(n as i128, b, e, s, clamp)
+                .ok()
+                .and_then(|(_, len)| i64::try_from(len).ok())
+            {
+                return Dim::known(len);
+            }
+        }
+    }
     let unknown = || Dim::unknown_bounded(0, d.bounds().1);
     let (Some(s), false) = (
         step,
