@@ -737,6 +737,36 @@ fn a_directory_named_like_a_model_is_refused() {
     assert_unchanged(root, &before);
 }
 
+// 9. Port dims OpenVINO 2026.4's `read_model` refuses (checked with the openvino package on this
+// fixture: u64::MAX, 2^63 and -2 in the Parameter's port are refused; i64::MAX is read).
+#[test]
+fn ir_dims_openvino_refuses_are_refused() {
+    let t = tmp();
+    let root = t.path();
+    let xml = std::fs::read_to_string(repo().join("models/last_token.tf.xml")).unwrap();
+    let bin = std::fs::read(repo().join("models/last_token.tf.bin")).unwrap();
+    let from = "<dim>7</dim>";
+    assert!(xml.contains(from), "fixture has {from}");
+    for dim in ["18446744073709551615", "9223372036854775808", "-2"] {
+        let edited = xml.replacen(from, &format!("<dim>{dim}</dim>"), 1);
+        std::fs::write(root.join("m.xml"), &edited).unwrap();
+        std::fs::write(root.join("m.bin"), &bin).unwrap();
+        let before = snapshot(root);
+        let needle = format!("dim '{dim}' is not valid");
+        let out = run(&[p("check"), &root.join("m.xml")]);
+        assert_refused(&out, &needle);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("node 'x0'"),
+            "names the layer"
+        );
+        assert_refused(
+            &run(&[&root.join("m.xml"), p("-o"), &root.join("o.xml")]),
+            &needle,
+        );
+        assert_unchanged(root, &before);
+    }
+}
+
 // 7. A Concat of 100,000 inputs (inference was quadratic: 11 s). Timing is measured by the
 // benchmark (`bench/`, model `concat_100k.onnx`), not here; this asserts the answers the spec
 // gives and that the run leaves only its output.
