@@ -67,7 +67,10 @@ def run_timed(cmd, timeout):
     elif p.returncode in (124, 137) or "signal 9" in err:
         status = "timeout"
     else:
-        lines = [l for l in err.splitlines() if l.strip() and not l.startswith("\t")]
+        # GNU time's own lines ("Command exited with non-zero status 1", then tab-indented
+        # statistics) would hide the tool's message (e.g. "No module named onnxsim").
+        lines = [l for l in err.splitlines()
+                 if l.strip() and not l.startswith("\t") and not l.startswith("Command ")]
         status = "failed (exit %d%s)" % (p.returncode, (": " + lines[-1][:120]) if lines else "")
     return wall, rss, status, cpu
 
