@@ -240,20 +240,14 @@ fn attack8_range_of_10_to_the_12_does_not_abort() {
     assert_no_abort(&o);
 }
 
-/// `y = If(Equal(sr, 16000), x + 1, x * 2)`, optionally with the else branch changed.
-fn if_model(else_factor: f32) -> proto::ModelProto {
-    let branch = |name: &str, op: &str, c: f32| proto::GraphProto {
-        name: Some(name.into()),
-        node: vec![node(
-            op,
-            &format!("{name}_op"),
-            &["x", &format!("{name}_c")],
-            &[&format!("{name}_y")],
-        )],
-        initializer: vec![f32_tensor(&format!("{name}_c"), &[], &[c])],
-        output: vec![value(&format!("{name}_y"), 1, None)],
-        ..Default::default()
-    };
+/// `y = If(Equal(sr, 16000), then, else)` on inputs `x` (dims `x_dims`) and the scalar `sr`,
+/// like silero-vad's sample-rate switch.
+fn if_on_sr(
+    then: proto::GraphProto,
+    els: proto::GraphProto,
+    x_dims: &[Result<i64, &str>],
+    y_dims: Option<&[Result<i64, &str>]>,
+) -> proto::ModelProto {
     let graph_attr = |name: &str, g: proto::GraphProto| proto::AttributeProto {
         name: Some(name.into()),
         g: Some(Box::new(g)),
@@ -261,23 +255,40 @@ fn if_model(else_factor: f32) -> proto::ModelProto {
         ..Default::default()
     };
     let mut iff = node("If", "if", &["cond"], &["y"]);
-    iff.attribute
-        .push(graph_attr("then_branch", branch("then", "Add", 1.0)));
-    iff.attribute.push(graph_attr(
-        "else_branch",
-        branch("else", "Mul", else_factor),
-    ));
+    iff.attribute.push(graph_attr("then_branch", then));
+    iff.attribute.push(graph_attr("else_branch", els));
     model(proto::GraphProto {
         name: Some("g".into()),
         node: vec![node("Equal", "eq", &["sr", "sr16k"], &["cond"]), iff],
         initializer: vec![scalar_i64("sr16k", 16000)],
-        input: vec![
-            value("x", 1, Some(&[Err("batch"), Ok(4)])),
-            value("sr", 7, Some(&[])),
-        ],
-        output: vec![value("y", 1, Some(&[Err("batch"), Ok(4)]))],
+        input: vec![value("x", 1, Some(x_dims)), value("sr", 7, Some(&[]))],
+        output: vec![value("y", 1, y_dims)],
         ..Default::default()
     })
+}
+
+/// A branch `{name}_y = op(x, {name}_c)` with the initializer `{name}_c`.
+fn branch_with(name: &str, op: &str, c: proto::TensorProto) -> proto::GraphProto {
+    proto::GraphProto {
+        name: Some(name.into()),
+        node: vec![node(
+            op,
+            &format!("{name}_op"),
+            &["x", &format!("{name}_c")],
+            &[&format!("{name}_y")],
+        )],
+        initializer: vec![c],
+        output: vec![value(&format!("{name}_y"), 1, None)],
+        ..Default::default()
+    }
+}
+
+/// `y = If(sr == 16000, x + 1, x * else_factor)` on `x: [batch, 4]`.
+fn if_model(else_factor: f32) -> proto::ModelProto {
+    let then = branch_with("then", "Add", f32_tensor("then_c", &[], &[1.0]));
+    let els = branch_with("else", "Mul", f32_tensor("else_c", &[], &[else_factor]));
+    let dims = [Err("batch"), Ok(4)];
+    if_on_sr(then, els, &dims, Some(&dims))
 }
 
 #[test]
@@ -308,40 +319,9 @@ fn if_on_an_input_runs_both_branches() {
 /// `y = If(Equal(sr, 16000), Reshape(x, [2, 256]), Reshape(x, [1, 256]))` on `x: [1, ?]`:
 /// like silero-vad, each value of `sr` runs only with its own number of samples (512, 256).
 fn if_sized_model() -> proto::ModelProto {
-    let branch = |name: &str, shape: &[i64]| proto::GraphProto {
-        name: Some(name.into()),
-        node: vec![node(
-            "Reshape",
-            &format!("{name}_reshape"),
-            &["x", &format!("{name}_shape")],
-            &[&format!("{name}_y")],
-        )],
-        initializer: vec![i64_tensor(&format!("{name}_shape"), shape)],
-        output: vec![value(&format!("{name}_y"), 1, None)],
-        ..Default::default()
-    };
-    let graph_attr = |name: &str, g: proto::GraphProto| proto::AttributeProto {
-        name: Some(name.into()),
-        g: Some(Box::new(g)),
-        r#type: Some(proto::attribute_proto::AttributeType::Graph as i32),
-        ..Default::default()
-    };
-    let mut iff = node("If", "if", &["cond"], &["y"]);
-    iff.attribute
-        .push(graph_attr("then_branch", branch("then", &[2, 256])));
-    iff.attribute
-        .push(graph_attr("else_branch", branch("else", &[1, 256])));
-    model(proto::GraphProto {
-        name: Some("g".into()),
-        node: vec![node("Equal", "eq", &["sr", "sr16k"], &["cond"]), iff],
-        initializer: vec![scalar_i64("sr16k", 16000)],
-        input: vec![
-            value("x", 1, Some(&[Ok(1), Err("")])),
-            value("sr", 7, Some(&[])),
-        ],
-        output: vec![value("y", 1, None)],
-        ..Default::default()
-    })
+    let then = branch_with("then", "Reshape", i64_tensor("then_c", &[2, 256]));
+    let els = branch_with("else", "Reshape", i64_tensor("else_c", &[1, 256]));
+    if_on_sr(then, els, &[Ok(1), Err("")], None)
 }
 
 #[test]
