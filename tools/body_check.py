@@ -28,6 +28,9 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models_check import run_ir, run_onnx  # noqa: E402  (ONNX Runtime / OpenVINO f32 runners)
+
 PASS_SETS = ["infer,fold,cleanup", "lower", "raise", "lower,raise"]
 
 # (model, io.npz, pass sets expected to change something inside a body)
@@ -74,22 +77,6 @@ def cases(npz):
         out.append(one(f"case{k}_"))
         k += 1
     return out
-
-
-def run_onnx(path, inputs):
-    import onnxruntime as ort
-
-    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
-    return s.run(None, {i.name: inputs[k] for k, i in enumerate(s.get_inputs())})
-
-
-def run_ir(path, inputs):
-    import openvino as ov
-
-    core = ov.Core()
-    m = core.compile_model(core.read_model(path), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
-    res = m(inputs)
-    return [res[o] for o in m.outputs]
 
 
 def body_slices_onnx(path):
