@@ -561,6 +561,34 @@ fn repeated_node_names_are_verified() {
     assert!(matches!(v, Verification::Passed { .. }), "{v:?}");
 }
 
+/// Runs the default passes with `--verify --report` on `models/{model}` into `dir`; returns the
+/// process output and the report's `verification` line.
+fn verify_with_report(dir: &Path, model: &str) -> (Output, String) {
+    let out = dir.join(model);
+    let report = dir.join(format!("{model}.json"));
+    let o = slice_opt(&[
+        &format!("models/{model}"),
+        "-o",
+        out.to_str().expect("utf8"),
+        "--verify",
+        "-q",
+        "--report",
+        report.to_str().expect("utf8"),
+    ]);
+    assert!(
+        o.status.success(),
+        "{model}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
+    let line = json["verification"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    (o, line)
+}
+
 /// `--report` carries the verification line (`-q` silences only stderr): verified on a model
 /// tract runs, "NOT verified" naming the op on one with a `Loop` (tract-onnx has none).
 #[test]
@@ -570,26 +598,12 @@ fn report_json_carries_the_verification() {
         ("qkv_split.onnx", "verified in tract-onnx"),
         ("loop_body_slice.onnx", "NOT verified"),
     ] {
-        let out = dir.path().join(model);
-        let report = dir.path().join(format!("{model}.json"));
-        let o = slice_opt(&[
-            &format!("models/{model}"),
-            "-o",
-            out.to_str().expect("utf8"),
-            "--verify",
-            "-q",
-            "--report",
-            report.to_str().expect("utf8"),
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (o, line) = verify_with_report(dir.path(), model);
         assert!(
             o.stderr.is_empty(),
             "{}",
             String::from_utf8_lossy(&o.stderr)
         );
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
-        let line = json["verification"].as_str().unwrap_or_default();
         assert!(line.starts_with(want), "{model}: {line}");
         if model.starts_with("loop") {
             assert!(line.contains("Loop"), "{line}");
@@ -611,28 +625,7 @@ fn every_onnx_fixture_is_verified_or_names_the_op_tract_lacks() {
         .collect();
     names.sort();
     for name in &names {
-        let out = dir.path().join(name);
-        let report = dir.path().join(format!("{name}.json"));
-        let o = slice_opt(&[
-            &format!("models/{name}"),
-            "-o",
-            out.to_str().expect("utf8"),
-            "--verify",
-            "-q",
-            "--report",
-            report.to_str().expect("utf8"),
-        ]);
-        assert!(
-            o.status.success(),
-            "{name}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let json: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("json");
-        let line = json["verification"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let (_, line) = verify_with_report(dir.path(), name);
         if line.starts_with("verified") && !line.contains("NOT verified") {
             verified += 1;
         } else if line.contains("Unimplemented(") {
