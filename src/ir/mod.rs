@@ -49,16 +49,22 @@ pub struct ValueType {
 
 /// A shape for messages and reports: `[1, N, 0..32]`, or `?` when the rank is unknown.
 pub fn show_shape<D: std::fmt::Display>(shape: Option<&[D]>) -> String {
-    match shape {
-        None => "?".into(),
-        Some(s) => format!(
-            "[{}]",
-            s.iter()
-                .map(|d| d.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+    use std::fmt::Write;
+    let Some(s) = shape else {
+        return "?".into();
+    };
+    // One buffer, written in place (reports format a shape per changed node).
+    let mut out = String::with_capacity(2 + 4 * s.len());
+    out.push('[');
+    for (i, d) in s.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{d}");
     }
+    out.push(']');
+    out
 }
 
 /// One output port of a node.
@@ -395,29 +401,89 @@ impl Graph {
             .collect()
     }
 
-    /// Removes every node of `dead` with all its edges, in one pass over the graph: time linear
-    /// in the graph's size, however many nodes go and however they are connected. (petgraph
-    /// removes one edge in time linear in its source's out-degree, so removing the consumers of
-    /// a shared constant one by one was quadratic.) Indices of the other nodes and edges stay
-    /// valid. Returns the removed nodes in index order.
+    /// Removes every node of `dead` with all its edges, in time linear in the graph's size
+    /// however many nodes go and however they are connected (see [`Graph::remove_edges`]:
+    /// their edges go first, then each node, edgeless, in constant time). Indices of the
+    /// other nodes stay valid. Returns the removed nodes in index order.
     pub fn remove_nodes(&mut self, dead: &FastSet<NodeIndex>) -> Vec<(NodeIndex, Node)> {
-        let mut removed = Vec::with_capacity(dead.len());
         if dead.is_empty() {
-            return removed;
+            return Vec::new();
+        }
+        let mut edges: Vec<EdgeIndex> = Vec::new();
+        for &ix in dead {
+            for d in [Direction::Incoming, Direction::Outgoing] {
+                edges.extend(self.g.edges_directed(ix, d).map(|e| e.id()));
+            }
+        }
+        // An edge between two dead nodes is listed twice.
+        edges.sort_unstable();
+        edges.dedup();
+        self.remove_edges(edges);
+        let mut order: Vec<NodeIndex> = dead.iter().copied().collect();
+        order.sort_unstable();
+        order
+            .into_iter()
+            .filter_map(|ix| self.g.remove_node(ix).map(|n| (ix, n)))
+            .collect()
+    }
+
+    /// Removes the edges `dead`, in time linear in the graph's size however they are spread.
+    ///
+    /// petgraph unlinks an edge by walking its source's out-list and its target's in-list up
+    /// to it. Taken source by source in out-list order, an edge costs the kept edges before it
+    /// in its source's list plus at most its target's in-degree; that sum is computed first
+    /// (one walk of each source's list). Within a budget of a few times the graph's size the
+    /// edges are removed in place; above it (a constant shared by many kept and many removed
+    /// consumers, a node with a huge fan-in) the graph is rebuilt without them in one pass,
+    /// which costs a new copy of the node and edge arrays. Node indices stay valid either way.
+    pub fn remove_edges(&mut self, dead: Vec<EdgeIndex>) {
+        if dead.is_empty() {
+            return;
+        }
+        let dead_set: FastSet<EdgeIndex> = dead.iter().copied().collect();
+        let mut sources = Vec::with_capacity(dead.len());
+        let mut targets = Vec::with_capacity(dead.len());
+        for &e in &dead {
+            if let Some((s, t)) = self.g.edge_endpoints(e) {
+                sources.push(s);
+                targets.push(t);
+            }
+        }
+        sources.sort_unstable();
+        sources.dedup();
+        targets.sort_unstable();
+        targets.dedup();
+        let budget = 4 * (self.g.node_count() + self.g.edge_count()) + 1024;
+        let mut cost = 0usize;
+        for &t in &targets {
+            let d = self.g.edges_directed(t, Direction::Incoming).count();
+            cost = cost.saturating_add(d.saturating_mul(d));
+        }
+        let mut order = Vec::with_capacity(dead_set.len());
+        if cost <= budget {
+            'walk: for &s in &sources {
+                let mut kept_before = 0usize;
+                for e in self.g.edges_directed(s, Direction::Outgoing) {
+                    if dead_set.contains(&e.id()) {
+                        cost = cost.saturating_add(kept_before);
+                        order.push(e.id());
+                    } else {
+                        kept_before += 1;
+                    }
+                    if cost > budget {
+                        break 'walk;
+                    }
+                }
+            }
+        }
+        if cost <= budget {
+            for e in order {
+                self.g.remove_edge(e);
+            }
+            return;
         }
         let g = std::mem::take(&mut self.g);
-        self.g = g.filter_map_owned(
-            |ix, n| {
-                if dead.contains(&ix) {
-                    removed.push((ix, n));
-                    None
-                } else {
-                    Some(n)
-                }
-            },
-            |_, w| Some(w),
-        );
-        removed
+        self.g = g.filter_map_owned(|_, n| Some(n), |e, w| (!dead_set.contains(&e)).then_some(w));
     }
 
     /// Moves every consumer of `from` to read `to` instead.

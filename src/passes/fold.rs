@@ -335,28 +335,51 @@ pub fn replace_with_constant(
     t: Tensor,
     format: Format,
 ) -> NodeIndex {
-    let new = detach_as_constant(graph, ix, t, format);
-    graph.g.remove_node(ix);
-    new
+    let mut inputs = Vec::new();
+    become_constant(graph, ix, t, format, &mut inputs);
+    for e in inputs {
+        graph.g.remove_edge(e);
+    }
+    ix
 }
 
-/// [`replace_with_constant`] without removing `ix`: the new constant takes every consumer of
-/// `ix`, which is left with its inputs and no consumers, for the caller to remove (with
-/// [`Graph::remove_nodes`], all at once).
-fn detach_as_constant(graph: &mut Graph, ix: NodeIndex, t: Tensor, format: Format) -> NodeIndex {
-    let old = graph.node(ix).clone();
-    let out_name = old
+/// Turns node `ix` into a constant holding `t`, in place: same index, name, output name and
+/// position, so its consumers read the constant without being touched. Its input edges are
+/// pushed onto `dead_inputs` for the caller to remove ([`Graph::remove_edges`], all at once:
+/// one by one is quadratic when many folded nodes share a constant parameter). Until then
+/// they are inert: a constant has no input ports.
+fn become_constant(
+    graph: &mut Graph,
+    ix: NodeIndex,
+    t: Tensor,
+    format: Format,
+    dead_inputs: &mut Vec<petgraph::stable_graph::EdgeIndex>,
+) {
+    use petgraph::visit::EdgeRef;
+    dead_inputs.extend(
+        graph
+            .g
+            .edges_directed(ix, petgraph::Direction::Incoming)
+            .map(|e| e.id()),
+    );
+    let n = graph.node_mut(ix);
+    let out_name = n
         .outputs
-        .first()
-        .map(|v| v.name.clone())
+        .first_mut()
+        .map(|v| std::mem::take(&mut v.name))
         .unwrap_or_default();
-    let mut node = Node::op(old.name.clone(), "", "");
-    if format == Format::OpenVino {
-        node.op_type = "Const".into();
-        node.domain = "opset1".into();
-    }
-    node.order = old.order;
-    node.outputs = vec![Value {
+    let (op_type, domain) = match format {
+        Format::OpenVino => ("Const", "opset1"),
+        Format::Onnx => ("", ""),
+    };
+    n.op_type = op_type.into();
+    n.domain = domain.into();
+    n.num_inputs = 0;
+    n.attrs = Vec::new();
+    // A record of its own: the writers must not rebuild it from the folded node's record.
+    n.origin = crate::ir::Origin::New;
+    n.dirty = true;
+    n.outputs = vec![Value {
         name: out_name,
         ty: ValueType {
             dtype: Some(t.dtype),
@@ -364,16 +387,7 @@ fn detach_as_constant(graph: &mut Graph, ix: NodeIndex, t: Tensor, format: Forma
         },
         ty_changed: true,
     }];
-    node.kind = NodeKind::Const(t);
-    let new = graph.add_node(node);
-    graph.node_mut(new).order = old.order;
-    for port in 0..old.outputs.len() {
-        graph.redirect(
-            crate::ir::OutletId { node: ix, port },
-            crate::ir::OutletId { node: new, port },
-        );
-    }
-    new
+    n.kind = NodeKind::Const(t);
 }
 
 /// Folds every foldable node of `model`, in topological order (so chains fold in one run).
@@ -383,10 +397,9 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
     let format = model.format();
-    // Folded nodes are removed at the end, all at once (removing them one by one is quadratic
-    // when they share constant parameters); until then they have no consumers, and the walk
-    // skips them.
-    let mut folded = crate::ir::FastSet::default();
+    // A folded node becomes a constant in place; the edges into it are removed at the end,
+    // all at once (one by one is quadratic when folded nodes share constant parameters).
+    let mut dead_inputs = Vec::new();
     let opset = model.onnx_opset();
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
@@ -412,8 +425,7 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
                     after: Some(crate::ir::show_shape(Some(&t.shape))),
                 };
                 report.changes.push(change);
-                detach_as_constant(model.graph_mut(), ix, t, format);
-                folded.insert(ix);
+                become_constant(model.graph_mut(), ix, t, format, &mut dead_inputs);
             }
             Err(NoFold::Silent) => {}
             Err(NoFold::Skip(why)) => {
@@ -427,11 +439,11 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
                 });
             }
             Err(NoFold::Fail(e)) => {
-                model.graph_mut().remove_nodes(&folded);
+                model.graph_mut().remove_edges(dead_inputs);
                 return Err(e);
             }
         }
     }
-    model.graph_mut().remove_nodes(&folded);
+    model.graph_mut().remove_edges(dead_inputs);
     Ok(())
 }

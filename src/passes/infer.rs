@@ -44,24 +44,52 @@ pub fn infer_node_with(
     let graph = model.graph();
     let opset = model.onnx_opset();
     let op = slice_node::classify(graph, ix, model.format(), opset)?;
-    Some((|| -> Inferred {
-        let (sn, out) = shape::slice::slice_dims(graph, facts, ix, op)?;
-        let symbolic = model.format() == Format::Onnx;
-        let dtype = graph
-            .constant_at(sn.data)
-            .map(|t| t.dtype)
-            .or_else(|| graph.value(sn.data).and_then(|v| v.ty.dtype))
-            .or(facts.get(sn.data).dtype);
-        let ty = ValueType {
-            dtype,
-            shape: Some(
-                out.iter()
-                    .map(|d| slice_node::from_dim(d, symbolic))
-                    .collect(),
-            ),
-        };
-        Ok((ty, out))
-    })())
+    Some(typed(
+        model,
+        facts,
+        shape::slice::slice_dims(graph, facts, ix, op).map(|(sn, out)| (sn.data, out)),
+    ))
+}
+
+/// The inferred type of a slice node from its data input and resolved output dims.
+fn typed(
+    model: &Model,
+    facts: &shape::Facts,
+    resolved: std::result::Result<(crate::ir::OutletId, Vec<semantics::Dim>), DecodeError>,
+) -> Inferred {
+    let graph = model.graph();
+    let (data, out) = resolved?;
+    let symbolic = model.format() == Format::Onnx;
+    let dtype = graph
+        .constant_at(data)
+        .map(|t| t.dtype)
+        .or_else(|| graph.value(data).and_then(|v| v.ty.dtype))
+        .or(facts.get(data).dtype);
+    let ty = ValueType {
+        dtype,
+        shape: Some(
+            out.iter()
+                .map(|d| slice_node::from_dim(d, symbolic))
+                .collect(),
+        ),
+    };
+    Ok((ty, out))
+}
+
+/// [`infer_node_with`], taking what propagation already resolved for `ix` when it did.
+fn infer_node_cached(
+    model: &Model,
+    facts: &mut shape::Facts,
+    ix: petgraph::stable_graph::NodeIndex,
+) -> Option<Inferred> {
+    let cached = facts.take_slice_dims(ix);
+    let graph = model.graph();
+    slice_node::classify(graph, ix, model.format(), model.onnx_opset())?;
+    match (cached, graph.input(ix, 0)) {
+        (Some(Ok(out)), Some(data)) => Some(typed(model, facts, Ok((data, out)))),
+        (Some(Err(e)), _) => Some(Err(e)),
+        _ => infer_node_with(model, facts, ix),
+    }
 }
 
 /// Records the propagated facts of the non-slice node `ix` where the file declares nothing, in
@@ -93,9 +121,9 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         .graph()
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
-    let facts = shape::propagate(model)?;
+    let mut facts = shape::propagate(model)?;
     for ix in order {
-        let Some(result) = infer_node_with(model, &facts, ix) else {
+        let Some(result) = infer_node_cached(model, &mut facts, ix) else {
             note_facts(model, &facts, ix);
             continue;
         };

@@ -100,7 +100,13 @@ impl Fact {
 #[derive(Debug, Clone, Default)]
 pub struct Facts {
     by_node: Vec<Vec<Fact>>,
+    /// What [`slice::slice_dims`] gave for each slice node during propagation, for pass
+    /// `infer` to take instead of resolving every slice a second time.
+    slices: crate::ir::FastMap<NodeIndex, SliceDims>,
 }
+
+/// The result of [`slice::slice_dims`] without the decoded node.
+pub(crate) type SliceDims = std::result::Result<Vec<Dim>, crate::passes::slice_node::DecodeError>;
 
 static UNKNOWN: Fact = Fact {
     dtype: None,
@@ -115,6 +121,12 @@ impl Facts {
             .get(outlet.node.index())
             .and_then(|v| v.get(outlet.port))
             .unwrap_or(&UNKNOWN)
+    }
+
+    /// Takes what propagation resolved for the slice node `node` (once: a second call gets
+    /// `None`).
+    pub(crate) fn take_slice_dims(&mut self, node: NodeIndex) -> Option<SliceDims> {
+        self.slices.remove(&node)
     }
 
     /// The facts of every output of `node`.
@@ -157,6 +169,8 @@ pub(crate) struct Ctx<'a> {
     pub inputs: Vec<&'a Fact>,
     /// Whether input `p` is connected.
     pub present: Vec<bool>,
+    /// Set by the slice rule: what [`slice::slice_dims`] gave (see [`Facts::take_slice_dims`]).
+    pub slice_dims: std::cell::RefCell<Option<SliceDims>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -387,6 +401,7 @@ pub(crate) fn propagate_seeded(
     let order = graph.topo_order()?;
     let mut facts = Facts {
         by_node: Vec::with_capacity(graph.g.node_bound()),
+        slices: Default::default(),
     };
     for ix in order {
         let node = graph.node(ix);
@@ -414,12 +429,16 @@ pub(crate) fn propagate_seeded(
                         .iter()
                         .map(|o| o.map(|o| facts.get(o)).unwrap_or(&UNKNOWN))
                         .collect(),
+                    slice_dims: Default::default(),
                 };
                 let mut computed = if node.op_type == "Parameter" {
                     seed(ix).into_iter().collect()
                 } else {
                     rule(&cx)
                 };
+                if let Some(r) = cx.slice_dims.into_inner() {
+                    facts.slices.insert(ix, r);
+                }
                 computed.resize_with(node.outputs.len(), Fact::default);
                 computed
                     .into_iter()

@@ -32,7 +32,12 @@ pub fn slice_dims(
 pub(crate) fn rule(cx: &Ctx) -> Option<Vec<Fact>> {
     let op = slice_node::classify(cx.graph, cx.ix, cx.format, cx.onnx_opset)?;
     let data = cx.input(0);
-    let (shape, value) = match slice_dims(cx.graph, cx.facts, cx.ix, op) {
+    let resolved = slice_dims(cx.graph, cx.facts, cx.ix, op);
+    *cx.slice_dims.borrow_mut() = Some(match &resolved {
+        Ok((_, dims)) => Ok(dims.clone()),
+        Err(e) => Err(e.clone()),
+    });
+    let (shape, value) = match resolved {
         Ok((sn, dims)) => {
             // A slice of a small value with a constant plan slices the value.
             let value = data.value.as_ref().and_then(|v| {

@@ -120,7 +120,7 @@ impl OnnxModel {
             map: bytes.clone(),
             file: file.map(std::sync::Arc::new),
         }];
-        let proto = ModelProto::decode(bytes)
+        let proto = decode_model(bytes)
             .map_err(|e| fmt_err(path, format!("not a valid ONNX model: {e}")))?;
         let Some(g) = proto.graph.as_ref() else {
             return Err(fmt_err(path, "ONNX model has no graph"));
@@ -396,6 +396,90 @@ impl OnnxModel {
         };
         Some((dir.join(&location), chunks))
     }
+}
+
+/// Decodes a model with the main graph's repeated fields sized before decoding: prost grows
+/// them by doubling, which for a graph of 300,000 nodes left a quarter of the decoded model as
+/// spare capacity and copied the node list 19 times. A first pass over the graph's bytes counts
+/// the records (keys and lengths only, nothing decoded); a file too malformed to count is left
+/// to prost, which reports it.
+fn decode_model(bytes: Bytes) -> std::result::Result<ModelProto, prost::DecodeError> {
+    let mut proto = ModelProto::default();
+    if let Some(counts) = graph_record_counts(&bytes) {
+        let mut g = GraphProto::default();
+        g.node.reserve_exact(counts[0]);
+        g.initializer.reserve_exact(counts[1]);
+        g.input.reserve_exact(counts[2]);
+        g.output.reserve_exact(counts[3]);
+        g.value_info.reserve_exact(counts[4]);
+        proto.graph = Some(g);
+    }
+    // prost merges an optional message field into the value already there, so the reserved
+    // vectors are the ones filled. Counts exist only when the bytes have a graph field, so a
+    // model without one still decodes to `graph: None`.
+    proto.merge(bytes)?;
+    Ok(proto)
+}
+
+/// Fields of a protobuf message as (field number, wire type, payload); `None` on a key or
+/// length that does not parse.
+fn fields(mut buf: &[u8]) -> impl Iterator<Item = Option<(u32, u8, &[u8])>> {
+    std::iter::from_fn(move || {
+        if buf.is_empty() {
+            return None;
+        }
+        let item = (|| {
+            let key = prost::encoding::decode_varint(&mut buf).ok()?;
+            let (field, wire) = ((key >> 3) as u32, (key & 7) as u8);
+            let len = match wire {
+                0 => {
+                    prost::encoding::decode_varint(&mut buf).ok()?;
+                    0
+                }
+                1 => 8,
+                2 => usize::try_from(prost::encoding::decode_varint(&mut buf).ok()?).ok()?,
+                5 => 4,
+                _ => return None,
+            };
+            if buf.len() < len {
+                return None;
+            }
+            let (payload, rest) = buf.split_at(len);
+            buf = rest;
+            Some((field, wire, payload))
+        })();
+        if item.is_none() {
+            buf = &[];
+        }
+        Some(item)
+    })
+}
+
+/// Record counts of the main graph: node, initializer, input, output, value_info. Several
+/// `graph` fields are merged by protobuf, so their counts add up.
+fn graph_record_counts(bytes: &[u8]) -> Option<[usize; 5]> {
+    let mut counts = [0usize; 5];
+    let mut any = false;
+    for f in fields(bytes) {
+        let (field, wire, payload) = f?;
+        if field != 7 || wire != 2 {
+            continue;
+        }
+        any = true;
+        for g in fields(payload) {
+            let (gf, gw, _) = g?;
+            let slot = match (gf, gw) {
+                (1, 2) => 0,
+                (5, 2) => 1,
+                (11, 2) => 2,
+                (12, 2) => 3,
+                (13, 2) => 4,
+                _ => continue,
+            };
+            counts[slot] += 1;
+        }
+    }
+    any.then_some(counts)
 }
 
 /// Memory-maps a file as `Bytes` (an empty file becomes an empty buffer).
@@ -1171,12 +1255,12 @@ fn existing_data_files(path: &Path) -> Vec<PathBuf> {
     let Ok(bytes) = map_file(path) else {
         return Vec::new();
     };
-    let Ok(m) = ModelProto::decode(bytes) else {
+    let Ok(m) = locations_only::Model::decode(bytes) else {
         return Vec::new();
     };
     let mut locs = Vec::new();
     if let Some(g) = &m.graph {
-        tensor::external_locations(g, &mut locs);
+        g.locations(&mut locs);
     }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -1187,4 +1271,96 @@ fn existing_data_files(path: &Path) -> Vec<PathBuf> {
     locs.iter()
         .filter_map(|l| tensor::resolve_location(dir, l).ok())
         .collect()
+}
+
+/// The few fields of a model that say which external data files it uses (tags as in
+/// `proto/onnx.proto`): the file a save is about to replace is decoded with these, so every
+/// name, attribute value and tensor payload in it is skipped instead of copied.
+mod locations_only {
+    /// `ModelProto`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Model {
+        #[prost(message, optional, tag = "7")]
+        pub graph: Option<Graph>,
+    }
+
+    /// `GraphProto`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Graph {
+        #[prost(message, repeated, tag = "1")]
+        pub node: Vec<Node>,
+        #[prost(message, repeated, tag = "5")]
+        pub initializer: Vec<Tensor>,
+    }
+
+    /// `NodeProto`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Node {
+        #[prost(message, repeated, tag = "5")]
+        pub attribute: Vec<Attribute>,
+    }
+
+    /// `AttributeProto`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Attribute {
+        #[prost(message, optional, tag = "5")]
+        pub t: Option<Tensor>,
+        #[prost(message, optional, boxed, tag = "6")]
+        pub g: Option<Box<Graph>>,
+        #[prost(message, repeated, tag = "10")]
+        pub tensors: Vec<Tensor>,
+        #[prost(message, repeated, tag = "11")]
+        pub graphs: Vec<Graph>,
+    }
+
+    /// `TensorProto`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Tensor {
+        #[prost(message, repeated, tag = "13")]
+        pub external_data: Vec<Entry>,
+        #[prost(int32, optional, tag = "14")]
+        pub data_location: Option<i32>,
+    }
+
+    /// `StringStringEntryProto`.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Entry {
+        #[prost(string, optional, tag = "1")]
+        pub key: Option<String>,
+        #[prost(string, optional, tag = "2")]
+        pub value: Option<String>,
+    }
+
+    impl Tensor {
+        fn location(&self) -> Option<&str> {
+            if self.data_location != Some(1) {
+                return None;
+            }
+            self.external_data
+                .iter()
+                .find(|e| e.key.as_deref() == Some("location"))
+                .and_then(|e| e.value.as_deref())
+        }
+    }
+
+    impl Graph {
+        /// Every external-data location of this graph and its subgraphs (the same walk as
+        /// `tensor::external_locations`).
+        pub fn locations(&self, out: &mut Vec<String>) {
+            out.extend(
+                self.initializer
+                    .iter()
+                    .filter_map(Tensor::location)
+                    .map(str::to_string),
+            );
+            for a in self.node.iter().flat_map(|n| &n.attribute) {
+                for t in a.t.iter().chain(&a.tensors) {
+                    out.extend(t.location().map(str::to_string));
+                }
+                for g in a.g.as_deref().into_iter().chain(&a.graphs) {
+                    g.locations(out);
+                }
+            }
+        }
+    }
 }
