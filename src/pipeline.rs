@@ -103,6 +103,9 @@ impl Pipeline {
     /// Runs every pass in order on `model`, a graph `depth` bodies deep, then in its bodies.
     pub(crate) fn run_at(&self, model: &mut Model, depth: usize) -> Result<Report> {
         let mut report = Report::default();
+        // Whether the last `infer` left a slice open (see `infer::run_open`): only then can
+        // folding give it more.
+        let mut infer_open = true;
         for &pass in &self.passes {
             let start = Instant::now();
             let mut pr = PassReport {
@@ -113,12 +116,16 @@ impl Pipeline {
                 seconds: 0.0,
             };
             match pass {
-                PassKind::Infer => crate::passes::infer::run(model, &mut pr)?,
+                PassKind::Infer => infer_open = crate::passes::infer::run_open(model, &mut pr)?,
                 PassKind::Fold => {
                     crate::passes::fold::run(model, self.fold_limit, &mut pr)?;
-                    // Folding can make slice parameters constant: infer again what it unlocked.
-                    if self.passes.contains(&PassKind::Infer) && !pr.changes.is_empty() {
-                        crate::passes::infer::run(model, &mut pr)?;
+                    // Folding can make slice parameters constant: infer again what it unlocked
+                    // (nothing when every slice was already exact).
+                    if self.passes.contains(&PassKind::Infer)
+                        && !pr.changes.is_empty()
+                        && infer_open
+                    {
+                        infer_open = crate::passes::infer::run_open(model, &mut pr)?;
                     }
                 }
                 PassKind::Cleanup => crate::passes::cleanup::run(model, &mut pr)?,

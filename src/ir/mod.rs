@@ -715,4 +715,61 @@ mod tests {
         );
         assert!(g.g.node_weight(users[1]).is_none());
     }
+
+    /// An incoming edge as `(source index, src_port, dst_port)`.
+    type InEdge = (usize, usize, usize);
+
+    /// A hub with `kept` consumers it keeps and `dead` it loses, every other one, and the edge
+    /// list of each consumer afterwards (sorted: `(source, src_port, dst_port)`).
+    fn hub_after_removal(kept: usize, dead: usize) -> (Graph, Vec<Vec<InEdge>>) {
+        let mut g = Graph::new();
+        let hub = g.add_node(Node::op("hub", "Const", ""));
+        let mut gone = Vec::new();
+        let mut users = Vec::new();
+        for i in 0..kept + dead {
+            let mut n = Node::op(format!("u{i}"), "Neg", "");
+            n.num_inputs = 2;
+            let u = g.add_node(n);
+            users.push(u);
+            g.connect(OutletId { node: hub, port: 0 }, u, 1);
+            let e = g.connect(OutletId { node: hub, port: 0 }, u, 0);
+            if i % 2 == 1 && gone.len() < dead {
+                gone.push(e);
+            }
+        }
+        g.remove_edges(gone);
+        let lists = users
+            .iter()
+            .map(|&u| {
+                let mut l: Vec<_> =
+                    g.g.edges_directed(u, Direction::Incoming)
+                        .map(|e| (e.source().index(), e.weight().src_port, e.weight().dst_port))
+                        .collect();
+                l.sort_unstable();
+                l
+            })
+            .collect();
+        (g, lists)
+    }
+
+    /// `remove_edges` removes exactly the listed edges, whether it unlinks them in place (few
+    /// kept consumers) or rebuilds the graph (a hub with thousands of kept and removed
+    /// consumers: in place would be quadratic); node indices do not move.
+    #[test]
+    fn remove_edges_removes_exactly_those_edges_in_place_or_rebuilt() {
+        for (kept, dead) in [(3, 3), (4000, 4000)] {
+            let (g, lists) = hub_after_removal(kept, dead);
+            assert_eq!(g.g.node_count(), 1 + kept + dead);
+            assert_eq!(g.g.edge_count(), 2 * (kept + dead) - dead);
+            for (i, l) in lists.iter().enumerate() {
+                let want: &[InEdge] = if i % 2 == 1 && i / 2 < dead {
+                    &[(0, 0, 1)]
+                } else {
+                    &[(0, 0, 0), (0, 0, 1)]
+                };
+                assert_eq!(l, want, "consumer u{i} ({kept} kept, {dead} removed)");
+                assert_eq!(g.node(NodeIndex::new(i + 1)).name, format!("u{i}"));
+            }
+        }
+    }
 }

@@ -117,6 +117,14 @@ fn note_facts(model: &mut Model, facts: &shape::Facts, ix: petgraph::stable_grap
 /// Runs shape inference on every slice node of `model`. Invalid parameters are an error naming
 /// the node; a node whose input shape or parameters are unknown is reported as skipped.
 pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
+    run_open(model, report).map(|_| ())
+}
+
+/// [`run`], also saying whether some slice was left open: skipped, or with an output dim
+/// known only by its bounds. Only such a slice can gain from running again after `fold` (an
+/// exact dim, number or expression, is the same whatever folding did upstream).
+pub(crate) fn run_open(model: &mut Model, report: &mut PassReport) -> Result<bool> {
+    let mut open = false;
     let order = model
         .graph()
         .topo_order()
@@ -131,6 +139,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         let (name, op) = (node.name.clone(), node.op_type.clone());
         match result {
             Ok((mut ty, dims)) => {
+                open |= dims.iter().any(semantics::Dim::is_unknown);
                 let before = node
                     .outputs
                     .first()
@@ -169,14 +178,17 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
                     message,
                 })
             }
-            Err(DecodeError::Unknown(why)) => report.skipped.push(Change {
-                node: name,
-                op,
-                what: why,
-                before: None,
-                after: None,
-            }),
+            Err(DecodeError::Unknown(why)) => {
+                open = true;
+                report.skipped.push(Change {
+                    node: name,
+                    op,
+                    what: why,
+                    before: None,
+                    after: None,
+                })
+            }
         }
     }
-    Ok(())
+    Ok(open)
 }
