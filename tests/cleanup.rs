@@ -180,3 +180,86 @@ fn a_slice_on_a_graph_output_survives_cleanup() {
     assert_eq!(vals(&res[0]), vec![4, 2, 0]);
     assert_eq!(vals(&res[1]), vec![20, 30]);
 }
+
+/// The dims of graph output `name` as written: a number, a `dim_param`, or `?`.
+fn output_dims(bytes: &[u8], name: &str) -> Vec<String> {
+    use proto::tensor_shape_proto::dimension::Value as D;
+    let m = proto::ModelProto::decode(bytes).expect("decodes");
+    let g = m.graph.expect("graph");
+    let o = g
+        .output
+        .iter()
+        .find(|o| o.name() == name)
+        .expect("the output");
+    let Some(proto::type_proto::Value::TensorType(t)) =
+        o.r#type.as_ref().and_then(|t| t.value.as_ref())
+    else {
+        return Vec::new();
+    };
+    t.shape
+        .as_ref()
+        .map(|s| {
+            s.dim
+                .iter()
+                .map(|d| match &d.value {
+                    Some(D::DimValue(v)) => v.to_string(),
+                    Some(D::DimParam(p)) => p.clone(),
+                    None => "?".into(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Issue 19 keeps the second `infer` after `fold` only for slices the first left open: here
+/// the start of `x[:, t[150]:]` is a slice of a 200-element table, too big to be carried as a
+/// value by propagation, so `infer` alone leaves dim 1 unknown; `fold` makes the start the
+/// constant 150 and `infer` runs again. ONNX Slice semantics on x[n, 200]: [n, 200 - 150].
+#[test]
+fn infer_runs_again_for_a_slice_folding_made_exact() {
+    let table: Vec<i64> = (0..200).collect();
+    let mut x = vi("x", 1, &[0, 200]);
+    if let Some(proto::type_proto::Value::TensorType(t)) =
+        x.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        if let Some(s) = t.shape.as_mut() {
+            s.dim[0].value = Some(proto::tensor_shape_proto::dimension::Value::DimParam(
+                "n".into(),
+            ));
+        }
+    }
+    let m = model(proto::GraphProto {
+        node: vec![
+            node("Slice", &["table", "s0", "e0"], &["start"]),
+            node("Slice", &["x", "start", "big", "ax1"], &["y"]),
+        ],
+        initializer: vec![
+            i64_tensor("table", &table),
+            i64_tensor("s0", &[150]),
+            i64_tensor("e0", &[151]),
+            i64_tensor("ax1", &[1]),
+            i64_tensor("big", &[i64::MAX]),
+        ],
+        input: vec![x],
+        output: vec![proto::ValueInfoProto {
+            name: Some("y".into()),
+            ..Default::default()
+        }],
+        ..Default::default()
+    });
+    let run = |passes: Vec<slice_opt::pipeline::PassKind>| {
+        let onnx = OnnxModel::from_bytes("m.onnx".as_ref(), bytes::Bytes::from(m.encode_to_vec()))
+            .expect("load");
+        let mut model = Model::Onnx(onnx);
+        Pipeline::with_passes(passes)
+            .run(&mut model)
+            .expect("pipeline");
+        let Model::Onnx(onnx) = model else {
+            unreachable!("ONNX in, ONNX out")
+        };
+        onnx.to_proto().expect("encode").encode_to_vec()
+    };
+    use slice_opt::pipeline::PassKind::{Fold, Infer};
+    assert_eq!(output_dims(&run(vec![Infer]), "y"), ["n", "?"]);
+    assert_eq!(output_dims(&run(vec![Infer, Fold]), "y"), ["n", "50"]);
+}
