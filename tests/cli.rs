@@ -210,11 +210,11 @@ fn verify_catches_a_broken_rewrite() {
     let raw = t.raw().expect("raw").to_vec();
     let w = t.dtype.bits() / 8;
     let reversed: Vec<u8> = raw.chunks(w).rev().flatten().copied().collect();
-    n.kind = NodeKind::Const(Tensor {
+    n.kind = NodeKind::Const(Box::new(Tensor {
         dtype: t.dtype,
         shape: t.shape.clone(),
         data: TensorData::Raw(bytes::Bytes::from(reversed)),
-    });
+    }));
     n.dirty = true;
     match verify_onnx(&original, &broken, 7, 2) {
         Verification::Failed(why) => assert!(why.contains("output"), "{why}"),

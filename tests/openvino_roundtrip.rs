@@ -113,7 +113,7 @@ fn changed_graph_saves_well_formed_and_reloads() {
 
     // 2. A new constant feeding nothing.
     let mut c = Node::op("extra_const", "Const", "opset1");
-    c.kind = NodeKind::Const(Tensor::from_i64(vec![2], &[7, -3]));
+    c.kind = NodeKind::Const(Box::new(Tensor::from_i64(vec![2], &[7, -3])));
     c.outputs = vec![Value {
         name: "extra_const:0".into(),
         ty: ValueType {
@@ -212,10 +212,10 @@ fn changed_const_data_is_appended_and_unchanged_is_reused() {
     let raw = t.raw().unwrap().to_vec();
     let mut changed = raw.clone();
     changed[0] ^= 1;
-    n.kind = NodeKind::Const(Tensor {
+    n.kind = NodeKind::Const(Box::new(Tensor {
         data: TensorData::Raw(changed.clone().into()),
-        ..t
-    });
+        ..*t
+    }));
     m.save(&out).unwrap();
     let bin_in = read(&bin_path_for(&src));
     let bin_out = read(&bin_path_for(&out));
@@ -744,7 +744,10 @@ fn identical_new_constants_share_one_range() {
     let mut m = OvModel::load(&src).unwrap();
     let mut add = |name: &str, values: &[i64]| {
         let mut c = Node::op(name, "Const", "opset1");
-        c.kind = NodeKind::Const(Tensor::from_i64(vec![values.len() as u64], values));
+        c.kind = NodeKind::Const(Box::new(Tensor::from_i64(
+            vec![values.len() as u64],
+            values,
+        )));
         c.outputs = vec![Value {
             name: format!("{name}:0"),
             ty: ValueType {

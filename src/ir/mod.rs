@@ -100,8 +100,9 @@ pub enum NodeKind {
     Input,
     /// A graph output sink (ONNX); OpenVINO `Result` layers are [`NodeKind::Op`].
     Output,
-    /// A constant (ONNX initializer or `Constant` node; OpenVINO `Const`).
-    Const(Tensor),
+    /// A constant (ONNX initializer or `Constant` node; OpenVINO `Const`). Boxed: most nodes
+    /// are not constants, and an inline tensor made every node of a graph 56 bytes larger.
+    Const(Box<Tensor>),
     /// Any other operation.
     Op,
 }

@@ -261,7 +261,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
                             .collect(),
                     );
                 }
-                n.kind = NodeKind::Const(t);
+                n.kind = NodeKind::Const(Box::new(t));
                 outer_consts.push(n.name.clone());
             }
             let formal_inputs = body.formal_inputs;

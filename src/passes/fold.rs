@@ -387,7 +387,7 @@ fn become_constant(
         },
         ty_changed: true,
     }];
-    n.kind = NodeKind::Const(t);
+    n.kind = NodeKind::Const(Box::new(t));
 }
 
 /// Folds every foldable node of `model`, in topological order (so chains fold in one run).

@@ -172,7 +172,7 @@ impl<'a> Builder<'a> {
             },
             ty_changed: true,
         }];
-        node.kind = NodeKind::Const(t);
+        node.kind = NodeKind::Const(Box::new(t));
         let ix = self.add(node);
         OutletId { node: ix, port: 0 }
     }

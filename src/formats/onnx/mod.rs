@@ -712,7 +712,7 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
             },
             ty_changed: false,
         }];
-        node.kind = NodeKind::Const(tensor);
+        node.kind = NodeKind::Const(Box::new(tensor));
         let ix = graph.add_node(node);
         define(
             &mut graph,
@@ -760,7 +760,7 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
             .collect();
         if n.op_type() == "Constant" && n.domain().is_empty() {
             if let Some(t) = constant_node_value(n, ext).map_err(|m| node_err(path, n, i, m))? {
-                node.kind = NodeKind::Const(t);
+                node.kind = NodeKind::Const(Box::new(t));
             }
         }
         node.outputs = n

@@ -406,11 +406,11 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
             const_range = Some((spec.offset, spec.size));
             if let (Some((dtype, shape)), Some(bytes)) = (spec.typed, bytes) {
                 let empty = shape.contains(&0);
-                node.kind = NodeKind::Const(Tensor {
+                node.kind = NodeKind::Const(Box::new(Tensor {
                     dtype,
                     shape,
                     data: TensorData::Raw(if empty { Bytes::new() } else { bytes }),
-                });
+                }));
             }
         }
         // Constants inside bodies must fit the .bin too (they are written back as they are).

@@ -383,10 +383,10 @@ impl<'a> Writer<'a> {
             if let Some(range) = m.layers.get(i).and_then(|r| r.const_range) {
                 match &n.kind {
                     _ if original && !needs_rebuild(ix) => refs.push(range),
-                    NodeKind::Const(Tensor {
-                        data: TensorData::Raw(raw),
-                        ..
-                    }) if self.same_as_original(range, raw) => {
+                    NodeKind::Const(t)
+                        if matches!(&t.data, TensorData::Raw(raw)
+                            if self.same_as_original(range, raw)) =>
+                    {
                         self.reused.insert(ix, range);
                         refs.push(range);
                     }
