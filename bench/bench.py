@@ -213,12 +213,21 @@ def main_table(results, manifest):
     return "\n".join(out)
 
 
-def scaling(binary, bench_dir, manifest, reps, timeout):
-    """Per-step seconds for the node series: run A = default passes (load, infer, fold, cleanup,
-    save), run B = `raise,lower` (every Slice raised to StridedSlice and lowered back)."""
+SERIES = {
+    "nodes": ("nodes_1k", "nodes_10k", "nodes_100k"),
+    # Issue 19: K slice chains, K = 1,000 .. 100,000.
+    "wide": ("wide_1k", "wide_10k", "wide_100k"),
+}
+
+
+def scaling(binary, bench_dir, manifest, reps, timeout, series="nodes"):
+    """Per-step seconds for a model series (`SERIES`): run A = default passes (load, infer, fold,
+    cleanup, save), run B = `raise,lower` (every Slice raised to StridedSlice and lowered back)."""
     runs = [["infer", "fold", "cleanup"], ["raise", "lower"]]
     steps = ["load", "infer", "fold", "cleanup", "raise", "lower", "save"]
-    names = [n for n in ("nodes_1k", "nodes_10k", "nodes_100k") if n in manifest]
+    names = [n for n in SERIES[series] if n in manifest]
+    if not names:
+        return "", {}
     table = {}
     for name in names:
         inp = os.path.join(bench_dir, name + ".onnx")
@@ -300,6 +309,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="runs of cp and slice-opt (best wall)")
     ap.add_argument("--peer-reps", type=int, default=1, help="runs of each peer (best wall)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
+    ap.add_argument("--scaling", default="nodes,wide",
+                    help="model series for the per-pass scaling tables (%s)" % ", ".join(SERIES))
     ap.add_argument("--models", default="nodes_1k.onnx,nodes_10k.onnx,nodes_100k.onnx,"
                     "nodes_100k.xml,big_1gb.onnx,big_1gb.xml,concat_100k.onnx")
     ap.add_argument("--skip-peers", action="store_true")
@@ -351,7 +362,14 @@ def main():
         results[model] = rows
 
     print("per-pass scaling", file=sys.stderr)
-    scale_md, scale = scaling(args.binary, args.bench_dir, manifest, args.reps, args.timeout)
+    scale_md, scale = [], {}
+    for series in args.scaling.split(","):
+        md_part, table = scaling(args.binary, args.bench_dir, manifest, args.reps, args.timeout,
+                                 series)
+        if md_part:
+            scale_md.append("### `%s_*` series\n\n%s\n" % (series, md_part))
+            scale.update(table)
+    scale_md = "\n".join(scale_md)
     elapsed = time.time() - t0
 
     md = []
