@@ -492,8 +492,13 @@ impl OvModel {
         // Sized before reading (growing the node array of a 600,000-layer model by doubling
         // copied it 20 times): a count of element starts, bodies' included, so at worst a
         // little more than needed. Headroom for the nodes passes add, as the ONNX reader does.
-        let count = |tag: &[u8]| memchr::memmem::find_iter(text.as_bytes(), tag).count();
-        let (layers, edges) = (count(b"<layer "), count(b"<edge "));
+        // Capped by what the text can hold (a layer element takes over 100 bytes, an edge
+        // over 30), so a file of bare `<layer ` strings does not reserve 30 times its size.
+        let count = |tag: &[u8], min_len: usize| {
+            let n = memchr::memmem::find_iter(text.as_bytes(), tag).count();
+            n.min(text.len() / min_len)
+        };
+        let (layers, edges) = (count(b"<layer ", 100), count(b"<edge ", 32));
         let mut by_id = HashMap::new();
         by_id.reserve(layers);
         let mut loader = Loader {
