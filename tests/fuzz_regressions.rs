@@ -109,3 +109,17 @@ fn ir_reader_inputs_do_not_panic() {
         run_ir(&std::fs::read(&f).expect("read"), out.path());
     }
 }
+
+/// A fuzzed 4.7 KB model (a causal-mask slice whose start is `k_len - 8` on a data dim of 32)
+/// made the bounds search of nested min/max expressions run for minutes (over 120 s in
+/// release for `info` alone). Bounded now: the whole fuzz exercise finishes in seconds.
+#[test]
+fn nested_clamp_expressions_finish() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let f = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/fuzz/onnx_decoder/slice_clamp_expression_blowup.onnx");
+    let t = std::time::Instant::now();
+    run_onnx(&std::fs::read(&f).expect("read"), out.path());
+    let secs = t.elapsed().as_secs_f64();
+    assert!(secs < 60.0, "took {secs:.1} s");
+}

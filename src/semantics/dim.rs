@@ -145,6 +145,9 @@ fn iv_mul(a: Iv, b: Iv) -> Iv {
 /// Beyond this magnitude a bound is taken as infinite (see [`Dim::bounds`]).
 const HUGE: i128 = 1 << 62;
 
+/// Largest expression (in atoms, nested included) whose bounds `Lin::tight` computes exactly.
+const TIGHT_MAX_ATOMS: usize = 32;
+
 /// The most terms a product of two sums may expand to before it is given up (unknown dim).
 const MAX_TERMS: usize = 64;
 
@@ -503,6 +506,12 @@ impl Lin {
         })
     }
 
+    /// Counts this expression's atoms (nested ones included) against `budget`; false when it
+    /// runs out.
+    fn within(&self, budget: &mut usize) -> bool {
+        self.terms.iter().all(|(a, _)| a.within(budget))
+    }
+
     fn has_div(&self) -> bool {
         self.terms.iter().any(|(a, _)| match a {
             Atom::Div(..) => true,
@@ -516,6 +525,14 @@ impl Lin {
     /// linear function lie at its breakpoints and ends), interval arithmetic otherwise.
     fn tight(&self) -> Iv {
         let base = self.interval();
+        // The breakpoint search is superlinear in the expression's size (every pair of min/max
+        // arguments, at every level, evaluated at every breakpoint): past a size no real
+        // model's dims reach, interval arithmetic's bounds are used. A fuzzed 4.7 KB model
+        // whose slice clamps nested ever larger expressions ran for minutes here.
+        let mut budget = TIGHT_MAX_ATOMS;
+        if !self.within(&mut budget) {
+            return base;
+        }
         let mut syms = Vec::new();
         self.collect_symbols(&mut syms);
         syms.sort();
@@ -558,6 +575,19 @@ impl Lin {
 }
 
 impl Atom {
+    fn within(&self, budget: &mut usize) -> bool {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        match self {
+            Atom::Sym(_) => true,
+            Atom::Div(e, _) => e.within(budget),
+            Atom::Ext(_, args) => args.iter().all(|a| a.within(budget)),
+            Atom::Prod(v) => v.iter().all(|a| a.within(budget)),
+        }
+    }
+
     fn collect_symbols(&self, out: &mut Vec<Symbol>) {
         match self {
             Atom::Sym(s) => out.push(s.clone()),
