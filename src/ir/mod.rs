@@ -9,7 +9,7 @@ mod tensor;
 use std::collections::{BTreeMap, BinaryHeap};
 
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
-use petgraph::visit::{EdgeRef, IntoEdgeReferences, NodeIndexable};
+use petgraph::visit::{EdgeIndexable, EdgeRef, IntoEdgeReferences, NodeIndexable};
 use petgraph::Direction;
 
 pub use tensor::{DType, Tensor, TensorData};
@@ -251,6 +251,9 @@ pub struct Wire {
 impl Wire {
     /// Destination port of an outer-scope capture by a subgraph.
     pub const CAPTURED: usize = usize::MAX;
+    /// Destination port of an edge unlinked lazily ([`Graph::detach_edge`]): still in the
+    /// petgraph lists until [`Graph::flush_detached`], invisible to every [`Graph`] accessor.
+    pub const DETACHED: usize = usize::MAX - 1;
 }
 
 /// A producer of a value: node and output port.
@@ -281,6 +284,10 @@ pub struct Graph {
     /// (ONNX graph input, OpenVINO `Parameter`). Propagation combines them with what the graph
     /// declares. Not written to the file.
     pub seeds: FastMap<NodeIndex, crate::shape::Fact>,
+    /// Edges unlinked lazily, removed all at once by [`Graph::flush_detached`].
+    detached: Vec<EdgeIndex>,
+    /// Nodes removed lazily (edges detached), removed by [`Graph::flush_detached`].
+    doomed: FastSet<NodeIndex>,
 }
 
 /// A cycle in the graph: the name of one node on it.
@@ -397,7 +404,7 @@ impl Graph {
     pub fn consumers(&self, outlet: OutletId) -> Vec<(NodeIndex, usize)> {
         self.g
             .edges_directed(outlet.node, Direction::Outgoing)
-            .filter(|e| e.weight().src_port == outlet.port)
+            .filter(|e| e.weight().src_port == outlet.port && e.weight().dst_port != Wire::DETACHED)
             .map(|e| (e.target(), e.weight().dst_port))
             .collect()
     }
@@ -407,11 +414,30 @@ impl Graph {
     /// their edges go first, then each node, edgeless, in constant time). Indices of the
     /// other nodes stay valid. Returns the removed nodes in index order.
     pub fn remove_nodes(&mut self, dead: &FastSet<NodeIndex>) -> Vec<(NodeIndex, Node)> {
+        self.remove_node_list(dead.iter().copied().collect())
+    }
+
+    /// [`Graph::remove_nodes`] for a list of nodes (duplicates allowed).
+    pub fn remove_node_list(&mut self, dead: Vec<NodeIndex>) -> Vec<(NodeIndex, Node)> {
+        let mut out = Vec::new();
+        self.remove_nodes_with(dead, |ix, n| out.push((ix, n)));
+        out
+    }
+
+    /// [`Graph::remove_node_list`] handing each removed node to `f`, in index order, instead
+    /// of collecting them.
+    pub fn remove_nodes_with(
+        &mut self,
+        mut dead: Vec<NodeIndex>,
+        mut f: impl FnMut(NodeIndex, Node),
+    ) {
         if dead.is_empty() {
-            return Vec::new();
+            return;
         }
+        dead.sort_unstable();
+        dead.dedup();
         let mut edges: Vec<EdgeIndex> = Vec::new();
-        for &ix in dead {
+        for &ix in &dead {
             for d in [Direction::Incoming, Direction::Outgoing] {
                 edges.extend(self.g.edges_directed(ix, d).map(|e| e.id()));
             }
@@ -420,12 +446,11 @@ impl Graph {
         edges.sort_unstable();
         edges.dedup();
         self.remove_edges(edges);
-        let mut order: Vec<NodeIndex> = dead.iter().copied().collect();
-        order.sort_unstable();
-        order
-            .into_iter()
-            .filter_map(|ix| self.g.remove_node(ix).map(|n| (ix, n)))
-            .collect()
+        for ix in dead {
+            if let Some(n) = self.g.remove_node(ix) {
+                f(ix, n);
+            }
+        }
     }
 
     /// Removes the edges `dead`, in time linear in the graph's size however they are spread.
@@ -441,7 +466,16 @@ impl Graph {
         if dead.is_empty() {
             return;
         }
-        let dead_set: FastSet<EdgeIndex> = dead.iter().copied().collect();
+        // Marks by edge index: dense, unlike a hash set of a million edges.
+        let mut dead_set = vec![false; self.g.edge_bound()];
+        let mut marked = 0usize;
+        for &e in &dead {
+            if let Some(m) = dead_set.get_mut(e.index()) {
+                marked += usize::from(!*m);
+                *m = true;
+            }
+        }
+        let is_dead = |e: EdgeIndex| dead_set.get(e.index()).copied().unwrap_or(false);
         let mut sources = Vec::with_capacity(dead.len());
         let mut targets = Vec::with_capacity(dead.len());
         for &e in &dead {
@@ -460,12 +494,12 @@ impl Graph {
             let d = self.g.edges_directed(t, Direction::Incoming).count();
             cost = cost.saturating_add(d.saturating_mul(d));
         }
-        let mut order = Vec::with_capacity(dead_set.len());
+        let mut order = Vec::with_capacity(marked);
         if cost <= budget {
             'walk: for &s in &sources {
                 let mut kept_before = 0usize;
                 for e in self.g.edges_directed(s, Direction::Outgoing) {
-                    if dead_set.contains(&e.id()) {
+                    if is_dead(e.id()) {
                         cost = cost.saturating_add(kept_before);
                         order.push(e.id());
                     } else {
@@ -484,19 +518,80 @@ impl Graph {
             return;
         }
         let g = std::mem::take(&mut self.g);
-        self.g = g.filter_map_owned(|_, n| Some(n), |e, w| (!dead_set.contains(&e)).then_some(w));
+        self.g = g.filter_map_owned(|_, n| Some(n), |e, w| (!is_dead(e)).then_some(w));
     }
 
-    /// Moves every consumer of `from` to read `to` instead.
+    /// Unlinks edge `e` lazily: it stays in petgraph's lists, marked [`Wire::DETACHED`] and
+    /// invisible to every accessor of this type ([`Graph::input`], [`Graph::inputs`],
+    /// [`Graph::consumers`], [`Graph::redirect`], [`Graph::replace_node`]), until [`Graph::flush_detached`]
+    /// removes all such edges at once. petgraph unlinks an edge by walking its source's
+    /// out-list up to it, so removing, one by one, the edges of a value read by `K` rewritten
+    /// nodes costs `K²`; batched it costs the size of the graph.
+    pub fn detach_edge(&mut self, e: EdgeIndex) {
+        if let Some(w) = self.g.edge_weight_mut(e) {
+            if w.dst_port != Wire::DETACHED {
+                w.dst_port = Wire::DETACHED;
+                self.detached.push(e);
+            }
+        }
+    }
+
+    /// Removes node `ix` lazily: its edges are detached ([`Graph::detach_edge`]) and the node,
+    /// isolated, is removed by [`Graph::flush_detached`]; until then [`Graph::is_live`] is
+    /// false for it.
+    pub fn remove_node_lazily(&mut self, ix: NodeIndex) {
+        if self.g.node_weight(ix).is_none() {
+            return;
+        }
+        let edges: Vec<EdgeIndex> = [Direction::Incoming, Direction::Outgoing]
+            .into_iter()
+            .flat_map(|d| self.g.edges_directed(ix, d).map(|e| e.id()))
+            .collect();
+        for e in edges {
+            self.detach_edge(e);
+        }
+        self.doomed.insert(ix);
+    }
+
+    /// Whether `ix` is a node of the graph (not removed, not removed lazily).
+    pub fn is_live(&self, ix: NodeIndex) -> bool {
+        self.g.node_weight(ix).is_some() && !self.doomed.contains(&ix)
+    }
+
+    /// Removes every edge detached and every node removed lazily since the last flush, in
+    /// time linear in the graph's size ([`Graph::remove_edges`]). The passes that rewrite
+    /// nodes one by one ([`Graph::redirect`], [`Graph::replace_node`]) call it before they
+    /// return; code that reads `g` directly after such calls must call it first.
+    pub fn flush_detached(&mut self) {
+        let mut dead = std::mem::take(&mut self.detached);
+        // An index whose edge went another way (a node removed with its edges) may have been
+        // reused by a live edge since.
+        dead.retain(|&e| {
+            self.g
+                .edge_weight(e)
+                .is_some_and(|w| w.dst_port == Wire::DETACHED)
+        });
+        dead.sort_unstable();
+        dead.dedup();
+        self.remove_edges(dead);
+        let mut doomed: Vec<NodeIndex> = std::mem::take(&mut self.doomed).into_iter().collect();
+        doomed.sort_unstable();
+        for ix in doomed {
+            self.g.remove_node(ix);
+        }
+    }
+
+    /// Moves every consumer of `from` to read `to` instead. The old edges are detached
+    /// ([`Graph::detach_edge`]): call [`Graph::flush_detached`] before reading `g` directly.
     pub fn redirect(&mut self, from: OutletId, to: OutletId) {
         let edges: Vec<(EdgeIndex, NodeIndex, Wire)> = self
             .g
             .edges_directed(from.node, Direction::Outgoing)
-            .filter(|e| e.weight().src_port == from.port)
+            .filter(|e| e.weight().src_port == from.port && e.weight().dst_port != Wire::DETACHED)
             .map(|e| (e.id(), e.target(), *e.weight()))
             .collect();
         for (id, target, w) in edges {
-            self.g.remove_edge(id);
+            self.detach_edge(id);
             self.g.add_edge(
                 to.node,
                 target,
@@ -513,13 +608,14 @@ impl Graph {
     /// the consumers of its output 0 (marked dirty, as [`Graph::redirect`] marks them); `new`'s
     /// index goes away. The graph is the same as after redirecting output 0 of `old` to output 0
     /// of `new` and removing `old`, but an input edge both share (the data input) is kept
-    /// instead of removed and re-added: petgraph removes an edge in time linear in its source's
-    /// out-degree, which made rewriting every consumer of a high fan-out value quadratic.
+    /// instead of removed and re-added. The edges that go are detached
+    /// ([`Graph::detach_edge`]): call [`Graph::flush_detached`] before reading `g` directly.
     /// Returns the index the new node now has (`old`).
     pub fn replace_node(&mut self, old: NodeIndex, new: NodeIndex) -> NodeIndex {
         let incoming =
             |g: &StableDiGraph<Node, Wire>, n: NodeIndex| -> Vec<(EdgeIndex, NodeIndex, Wire)> {
                 g.edges_directed(n, Direction::Incoming)
+                    .filter(|e| e.weight().dst_port != Wire::DETACHED)
                     .map(|e| (e.id(), e.source(), *e.weight()))
                     .collect()
             };
@@ -530,27 +626,27 @@ impl Graph {
         for (id, src, w) in incoming(&self.g, old) {
             match new_in.iter_mut().find(|e| **e == Some((src, w))) {
                 Some(slot) => *slot = None,
-                None => {
-                    self.g.remove_edge(id);
-                }
+                None => self.detach_edge(id),
             }
         }
         // Only output 0 of `old` is taken over: consumers of other ports are dropped, as they
         // were when `old` was removed.
-        let dropped: Vec<EdgeIndex> = self
-            .g
-            .edges_directed(old, Direction::Outgoing)
-            .filter(|e| e.weight().src_port != 0)
-            .map(|e| e.id())
-            .collect();
-        for id in dropped {
-            self.g.remove_edge(id);
+        let mut consumers = Vec::new();
+        let mut dropped = Vec::new();
+        for e in self.g.edges_directed(old, Direction::Outgoing) {
+            let w = e.weight();
+            if w.dst_port == Wire::DETACHED {
+                continue;
+            }
+            if w.src_port != 0 {
+                dropped.push(e.id());
+            } else {
+                consumers.push(e.target());
+            }
         }
-        let consumers: Vec<NodeIndex> = self
-            .g
-            .edges_directed(old, Direction::Outgoing)
-            .map(|e| e.target())
-            .collect();
+        for id in dropped {
+            self.detach_edge(id);
+        }
         for t in consumers {
             self.g[t].dirty = true;
         }
@@ -561,11 +657,14 @@ impl Graph {
         let out: Vec<(NodeIndex, Wire)> = self
             .g
             .edges_directed(new, Direction::Outgoing)
+            .filter(|e| e.weight().dst_port != Wire::DETACHED)
             .map(|e| (e.target(), *e.weight()))
             .collect();
         for (t, w) in out {
             self.g.add_edge(old, if t == new { old } else { t }, w);
         }
+        // `new` goes with its edges, unlinked at once: its inputs were added just now, each
+        // near the head of its source's out-list.
         let node = self.g.remove_node(new).expect("replace_node: stale index");
         self.g[old] = node;
         old
@@ -772,5 +871,65 @@ mod tests {
                 assert_eq!(g.node(NodeIndex::new(i + 1)).name, format!("u{i}"));
             }
         }
+    }
+
+    /// `replace_node` on every consumer of a shared hub (what `raise` and `lower` do to slices
+    /// that share a constant parameter): before the flush the graph's accessors see only the
+    /// new inputs, after it the petgraph lists hold exactly them; the node takes the old
+    /// one's index and consumers, and a node removed lazily is gone after the flush.
+    #[test]
+    fn replace_node_defers_unlinking_until_the_flush() {
+        let mut g = Graph::new();
+        let x = g.add_node(Node::op("x", "Input", ""));
+        let hub = g.add_node(Node::op("hub", "Const", ""));
+        let at = |node| OutletId { node, port: 0 };
+        let mut olds = Vec::new();
+        let mut sinks = Vec::new();
+        for i in 0..50 {
+            let mut n = Node::op(format!("s{i}"), "Slice", "");
+            n.num_inputs = 2;
+            let s = g.add_node(n);
+            g.connect(at(x), s, 0);
+            g.connect(at(hub), s, 1);
+            let mut t = Node::op(format!("t{i}"), "Neg", "");
+            t.num_inputs = 1;
+            let t = g.add_node(t);
+            g.connect(at(s), t, 0);
+            olds.push(s);
+            sinks.push(t);
+        }
+        let mut fresh = Vec::new();
+        for (i, &s) in olds.iter().enumerate() {
+            let c = g.add_node(Node::op(format!("c{i}"), "Const", ""));
+            let mut n = Node::op(format!("r{i}"), "StridedSlice", "");
+            n.num_inputs = 2;
+            let r = g.add_node(n);
+            g.connect(at(x), r, 0);
+            g.connect(at(c), r, 1);
+            assert_eq!(g.replace_node(s, r), s);
+            fresh.push(c);
+        }
+        // The last sink is removed lazily: its edge goes, its index stays until the flush.
+        g.remove_node_lazily(sinks[49]);
+        assert!(!g.is_live(sinks[49]));
+        let check = |g: &Graph| {
+            assert!(g.consumers(at(hub)).is_empty());
+            assert_eq!(g.consumers(at(x)).len(), 50);
+            for (i, &s) in olds.iter().enumerate() {
+                assert_eq!(g.node(s).name, format!("r{i}"));
+                assert_eq!(g.inputs(s), vec![Some(at(x)), Some(at(fresh[i]))]);
+                let want: Vec<(NodeIndex, usize)> =
+                    if i < 49 { vec![(sinks[i], 0)] } else { vec![] };
+                assert_eq!(g.consumers(at(s)), want);
+            }
+        };
+        check(&g);
+        g.flush_detached();
+        check(&g);
+        assert!(g.g.node_weight(sinks[49]).is_none());
+        // x: 50 slices; each slice: its constant; 49 sinks.
+        assert_eq!(g.g.edge_count(), 50 + 50 + 49);
+        assert!(g.g.edge_weights().all(|w| w.dst_port != Wire::DETACHED));
+        assert_eq!(g.g.node_count(), 2 + 50 + 49 + 50);
     }
 }

@@ -4,7 +4,7 @@
 //! outputs, such as `Assign`) depends on it, directly, through a subgraph capture, or through
 //! any chain of nodes. Graph inputs (ONNX inputs, OpenVINO `Parameter`) are always kept.
 
-use petgraph::visit::EdgeRef;
+use petgraph::visit::{EdgeRef, NodeIndexable};
 use petgraph::Direction;
 
 use crate::error::Result;
@@ -22,38 +22,47 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         }
         NodeKind::Const(_) => false,
     };
-    let mut live = crate::ir::FastSet::default();
+    // Marks by node index (dense): hash sets of every node were most of this pass's time on
+    // a graph of a million nodes.
+    let mut live = vec![false; graph.g.node_bound()];
     let mut stack: Vec<_> = graph
         .g
         .node_indices()
         .filter(|&ix| is_root(&graph.g[ix]))
         .collect();
     while let Some(ix) = stack.pop() {
-        if !live.insert(ix) {
+        if std::mem::replace(&mut live[ix.index()], true) {
             continue;
         }
         for e in graph.g.edges_directed(ix, Direction::Incoming) {
-            if !live.contains(&e.source()) {
+            if !live[e.source().index()] {
                 stack.push(e.source());
             }
         }
     }
-    let dead: crate::ir::FastSet<_> = graph
+    let dead: Vec<_> = graph
         .g
         .node_indices()
-        .filter(|ix| !live.contains(ix))
+        .filter(|ix| !live[ix.index()])
         .collect();
-    for (_, n) in graph.remove_nodes(&dead) {
+    report.changes.reserve(dead.len());
+    graph.remove_nodes_with(dead, |_, n| {
+        let crate::ir::Node {
+            name,
+            kind,
+            op_type,
+            ..
+        } = n;
         report.changes.push(Change {
-            node: n.name.clone(),
-            op: match n.kind {
+            node: name,
+            op: match kind {
                 NodeKind::Const(_) => "constant".into(),
-                _ => n.op_type.clone(),
+                _ => op_type,
             },
             what: "removed (unused)".into(),
             before: None,
             after: None,
         });
-    }
+    });
     Ok(())
 }

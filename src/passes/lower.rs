@@ -278,7 +278,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         .map_err(|c| Error::cycle(model.path(), c))?;
     for ix in order {
         let graph = model.graph_mut();
-        if graph.g.node_weight(ix).is_none() {
+        if !graph.is_live(ix) {
             continue;
         }
         let Some(op) = slice_node::classify(graph, ix, format, opset) else {
@@ -307,6 +307,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
             Err(why) => report.skipped.push(Change::note(name, op_type, why)),
         }
     }
+    model.graph_mut().flush_detached();
     Ok(())
 }
 
@@ -729,7 +730,7 @@ fn lower_node(
         }
         None => {
             graph.redirect(OutletId { node: ix, port: 0 }, sn.data);
-            graph.g.remove_node(ix);
+            graph.remove_node_lazily(ix);
             Ok(format!("removed: it selects the whole input{note}"))
         }
     }

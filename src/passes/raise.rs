@@ -38,7 +38,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     let mut raised = false;
     for ix in order {
         let graph = model.graph_mut();
-        if graph.g.node_weight(ix).is_none() {
+        if !graph.is_live(ix) {
             continue;
         }
         let (name, op_type) = {
@@ -65,6 +65,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
             Err(why) => report.skipped.push(Change::note(name, op_type, why)),
         }
     }
+    model.graph_mut().flush_detached();
     if raised {
         if let Model::Onnx(m) = model {
             m.ensure_opset_import(TF_DOMAIN, 1);
@@ -725,7 +726,7 @@ fn build_strided(
     );
     let _ = rewrite::take_over(graph, last, node);
     if let (Some(_), Some(s)) = (follow, slice) {
-        graph.g.remove_node(s);
+        graph.remove_node_lazily(s);
     }
     let note = if validated {
         ""

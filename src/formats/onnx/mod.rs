@@ -206,10 +206,9 @@ impl OnnxModel {
                 }
             }
         }
-        for e in &dropped {
-            self.graph.g.remove_edge(*e);
-        }
-        dropped.len()
+        let n = dropped.len();
+        self.graph.remove_edges(dropped);
+        n
     }
 
     /// The graph record of a body made by [`OnnxModel::body_model`], as it is to be written
