@@ -148,6 +148,10 @@ const HUGE: i128 = 1 << 62;
 /// Largest expression (in atoms, nested included) whose bounds `Lin::tight` computes exactly.
 const TIGHT_MAX_ATOMS: usize = 32;
 
+/// Largest distributed form (in atoms, nested included) `Lin::distribute` takes when the sum
+/// it distributes is smaller; it distributes sums of up to half as many.
+const DISTRIBUTE_MAX_ATOMS: usize = 128;
+
 /// The most terms a product of two sums may expand to before it is given up (unknown dim).
 const MAX_TERMS: usize = 64;
 
@@ -310,6 +314,15 @@ impl Lin {
         if DEPTH.with(|d| d.get()) >= MAX_DEPTH {
             return Some(self);
         }
+        let size = |e: &Lin| {
+            let mut budget = usize::MAX;
+            e.within(&mut budget);
+            usize::MAX - budget
+        };
+        let own = size(&self);
+        if own > DISTRIBUTE_MAX_ATOMS / 2 {
+            return Some(self);
+        }
         let _guard = DepthGuard::enter();
         let mut rest = self.clone();
         rest.terms.remove(i);
@@ -321,7 +334,16 @@ impl Lin {
         if new_args.iter().map(Lin::width).sum::<usize>() > MAX_TERMS {
             return Some(self);
         }
-        mk_ext(kind, new_args)
+        let out = mk_ext(kind, new_args)?;
+        // Distributed, a sum of clamped dims can grow without end (`n + max(n - 1, 0) + ...`
+        // doubles every few terms, where the sum itself grows by one atom a term; a Concat of a
+        // hundred slices `x[i:]` ran for minutes): past DISTRIBUTE_MAX_ATOMS the distributed
+        // form is taken only when it is no larger, and a larger sum is kept as it is.
+        let n = size(&out);
+        if n > DISTRIBUTE_MAX_ATOMS && n > own {
+            return Some(self);
+        }
+        Some(out)
     }
 
     /// Number of min/max arguments at the top (1 for anything else).
@@ -1221,6 +1243,29 @@ impl fmt::Display for Dim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The length of a Concat of a hundred slices `x[s:]` (`s` = 0, 1, 2, ...) of a dim `N`:
+    /// the sum of `max(N - s, 0)`. Distributed at every step its min/max form doubled every
+    /// few terms (minutes at 100 terms); it must stay small, fast and exact.
+    #[test]
+    fn long_sums_of_clamped_dims_stay_small_and_exact() {
+        let n = Dim::symbol("N");
+        let start = std::time::Instant::now();
+        let mut total = Dim::known(0);
+        for i in 0..100i64 {
+            let s = i % 3;
+            // ONNX Slice on a dim of size N from start s to the end: N - min(s, N).
+            total = total.add(&n.sub(&n.min(&Dim::known(s))));
+        }
+        let text = total.to_string();
+        assert!(text.len() < 4000, "{} characters: {text}", text.len());
+        for v in [0i64, 1, 2, 3, 7, 1000] {
+            let want: i64 = (0..100i64).map(|i| (v - i % 3).max(0)).sum();
+            let got = total.eval(&HashMap::from([("N".to_string(), v)]));
+            assert_eq!(got, Some(want), "N = {v}: {text}");
+        }
+        assert!(start.elapsed().as_secs() < 30, "took {:?}", start.elapsed());
+    }
 
     #[test]
     fn normal_forms_print_equally() {
