@@ -148,8 +148,8 @@ const HUGE: i128 = 1 << 62;
 /// Largest expression (in atoms, nested included) whose bounds `Lin::tight` computes exactly.
 const TIGHT_MAX_ATOMS: usize = 32;
 
-/// Largest distributed form (in atoms, nested included) `Lin::distribute` takes when the sum
-/// it distributes is smaller; it distributes sums of up to half as many.
+/// Largest distributed form (in atoms, nested included) `Lin::distribute` takes; it
+/// distributes sums of up to half as many.
 const DISTRIBUTE_MAX_ATOMS: usize = 128;
 
 /// The most terms a product of two sums may expand to before it is given up (unknown dim).
@@ -314,13 +314,11 @@ impl Lin {
         if DEPTH.with(|d| d.get()) >= MAX_DEPTH {
             return Some(self);
         }
-        let size = |e: &Lin| {
-            let mut budget = usize::MAX;
-            e.within(&mut budget);
-            usize::MAX - budget
+        let fits = |e: &Lin, atoms: usize| {
+            let mut budget = atoms;
+            e.within(&mut budget)
         };
-        let own = size(&self);
-        if own > DISTRIBUTE_MAX_ATOMS / 2 {
+        if !fits(&self, DISTRIBUTE_MAX_ATOMS / 2) {
             return Some(self);
         }
         let _guard = DepthGuard::enter();
@@ -337,10 +335,9 @@ impl Lin {
         let out = mk_ext(kind, new_args)?;
         // Distributed, a sum of clamped dims can grow without end (`n + max(n - 1, 0) + ...`
         // doubles every few terms, where the sum itself grows by one atom a term; a Concat of a
-        // hundred slices `x[i:]` ran for minutes): past DISTRIBUTE_MAX_ATOMS the distributed
-        // form is taken only when it is no larger, and a larger sum is kept as it is.
-        let n = size(&out);
-        if n > DISTRIBUTE_MAX_ATOMS && n > own {
+        // hundred slices `x[i:]` ran for minutes): a sum over DISTRIBUTE_MAX_ATOMS / 2 atoms,
+        // or one whose distributed form is over DISTRIBUTE_MAX_ATOMS, is kept as it is.
+        if !fits(&out, DISTRIBUTE_MAX_ATOMS) {
             return Some(self);
         }
         Some(out)
