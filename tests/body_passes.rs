@@ -48,7 +48,7 @@ fn changed(report: &Report, pass: PassKind) -> Vec<String> {
 
 fn onnx_graph(path: &Path) -> GraphProto {
     match Model::load(path).expect("load") {
-        Model::Onnx(m) => m.proto.graph.expect("graph"),
+        Model::Onnx(m) => m.to_proto().expect("record").graph.expect("graph"),
         Model::OpenVino(_) => panic!("not ONNX"),
     }
 }

@@ -466,3 +466,141 @@ fn loading_a_256_mb_model_does_not_copy_initializers() {
         "initializer bytes must point into the map {lo:#x}-{hi:#x}, got {p:#x}"
     );
 }
+
+/// An int64 initializer.
+fn i64_init(name: &str, dims: &[i64], values: &[i64]) -> proto::TensorProto {
+    proto::TensorProto {
+        name: Some(name.into()),
+        dims: dims.to_vec(),
+        data_type: Some(7),
+        int64_data: values.to_vec(),
+        ..Default::default()
+    }
+}
+
+/// `model` encoded with `extra` appended to the record of its graph's node `index` (a field
+/// this reader does not know; protobuf readers keep unknown fields and write them back).
+fn encode_with_node_suffix(model: &ModelProto, index: usize, extra: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    use prost::encoding::{encode_key, encode_varint, WireType};
+    let mut g = model.graph.clone().expect("graph");
+    let nodes = std::mem::take(&mut g.node);
+    let mut graph_bytes = Vec::new();
+    let mut record = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        let mut r = n.encode_to_vec();
+        if i == index {
+            r.extend_from_slice(extra);
+            record = r.clone();
+        }
+        encode_key(1, WireType::LengthDelimited, &mut graph_bytes);
+        encode_varint(r.len() as u64, &mut graph_bytes);
+        graph_bytes.extend_from_slice(&r);
+    }
+    graph_bytes.extend(g.encode_to_vec());
+    let mut bytes = ModelProto {
+        graph: None,
+        ..model.clone()
+    }
+    .encode_to_vec();
+    encode_key(7, WireType::LengthDelimited, &mut bytes);
+    encode_varint(graph_bytes.len() as u64, &mut bytes);
+    bytes.extend_from_slice(&graph_bytes);
+    (bytes, record)
+}
+
+/// Issue 19 (node records kept as read): a node no pass changed is written with the bytes it
+/// was read from, so a field this tool does not know (a newer ONNX field, a vendor extension)
+/// survives a save that folds another node; prost alone would drop it.
+#[test]
+fn unknown_fields_of_untouched_nodes_survive_a_transforming_save() {
+    let float4 = |name: &str| proto::ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(proto::TypeProto {
+            denotation: None,
+            value: Some(proto::type_proto::Value::TensorType(
+                proto::type_proto::Tensor {
+                    elem_type: Some(7),
+                    shape: Some(proto::TensorShapeProto {
+                        dim: vec![proto::tensor_shape_proto::Dimension {
+                            denotation: None,
+                            value: Some(proto::tensor_shape_proto::dimension::Value::DimValue(4)),
+                        }],
+                    }),
+                },
+            )),
+        }),
+        ..Default::default()
+    };
+    let mut m = model_with(vec![
+        node("Identity", "keep", &["x"], &["a"]),
+        node("Slice", "fold_me", &["c", "s", "e"], &["b"]),
+        node("Add", "sum", &["a", "b"], &["y"]),
+    ]);
+    let g = m.graph.as_mut().expect("graph");
+    g.input = vec![float4("x")];
+    g.output = vec![float4("y")];
+    g.initializer = vec![
+        i64_init("c", &[6], &[10, 11, 12, 13, 14, 15]),
+        i64_init("s", &[1], &[1]),
+        i64_init("e", &[1], &[5]),
+    ];
+    // Field 1000, varint 7 (key 1000 << 3 = 0x1f40 as a varint: c0 3e), then field 1001, a
+    // 3-byte string.
+    let extra = [0xc0, 0x3e, 0x07, 0xca, 0x3e, 0x03, b'a', b'b', b'c'];
+    let (bytes, record) = encode_with_node_suffix(&m, 0, &extra);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("in.onnx");
+    let out = dir.path().join("out.onnx");
+    std::fs::write(&input, &bytes).expect("write");
+    let st = slice_opt()
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .arg("-q")
+        .status()
+        .expect("run");
+    assert!(st.success(), "exit {st}");
+    let written = std::fs::read(&out).expect("read");
+    let decoded = ModelProto::decode(written.as_slice()).expect("decode");
+    let g = decoded.graph.expect("graph");
+    // The slice of constants was folded: its node is gone, its value is an initializer
+    // (ONNX Slice: c[1:5]).
+    assert!(g.node.iter().all(|n| n.name() != "fold_me"), "{:?}", g.node);
+    let b = g
+        .initializer
+        .iter()
+        .find(|t| t.name() == "b")
+        .expect("folded b");
+    let raw = b.raw_data.as_deref().unwrap_or_default();
+    let vals: Vec<i64> = if raw.is_empty() {
+        b.int64_data.clone()
+    } else {
+        raw.chunks(8)
+            .map(|c| i64::from_le_bytes(c.try_into().expect("8 bytes")))
+            .collect()
+    };
+    assert_eq!(vals, [11, 12, 13, 14]);
+    // The untouched node's record, unknown fields included, is in the output as it was read.
+    assert!(
+        written
+            .windows(record.len())
+            .any(|w| w == record.as_slice()),
+        "the record of node 'keep' was not written as read"
+    );
+}
+
+/// A file whose fields do not walk one by one (here a protobuf group, which the field walk does
+/// not take) is decoded whole by prost instead: it still loads, and its nodes are all there.
+#[test]
+fn a_model_with_a_group_field_still_loads() {
+    let m = model_with(vec![node("Identity", "id", &["x"], &["y"])]);
+    let mut bytes = m.encode_to_vec();
+    // Field 100 as a group: start (wire type 3), one varint field inside, end (wire type 4).
+    bytes.extend_from_slice(&[0xa3, 0x06, 0x08, 0x01, 0xa4, 0x06]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let input = dir.path().join("group.onnx");
+    std::fs::write(&input, &bytes).expect("write");
+    let model = OnnxModel::load(&input).expect("load");
+    let p = model.to_proto().expect("proto");
+    assert_eq!(p.graph.expect("graph").node, m.graph.expect("graph").node);
+}

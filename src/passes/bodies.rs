@@ -22,7 +22,7 @@
 use petgraph::stable_graph::NodeIndex;
 
 use crate::error::Result;
-use crate::formats::onnx::{subgraph, OnnxModel};
+use crate::formats::onnx::{proto::NodeProto, subgraph, OnnxModel};
 use crate::formats::openvino::OvModel;
 use crate::formats::Model;
 use crate::ir::{FastMap, NodeKind, Origin, OutletId, TensorData};
@@ -142,10 +142,10 @@ fn unreadable(report: &mut Report, prefix: &str, op: &str, why: String) {
 }
 
 fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usize) -> Result<()> {
-    let Some(record) = m.proto.graph.as_ref() else {
+    if m.body_holders().is_empty() {
         return Ok(());
-    };
-    let holders: Vec<(NodeIndex, usize)> = m
+    }
+    let holders: Vec<(NodeIndex, usize, NodeProto)> = m
         .graph
         .topo_order()
         .unwrap_or_default()
@@ -154,13 +154,8 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
             Origin::OnnxNode(i) => Some((ix, i)),
             _ => None,
         })
-        .filter(|&(_, i)| {
-            record.node.get(i).is_some_and(|np| {
-                np.attribute
-                    .iter()
-                    .any(|a| a.g.is_some() || !a.graphs.is_empty())
-            })
-        })
+        .filter(|&(_, i)| m.body_holders().binary_search(&i).is_ok())
+        .filter_map(|(ix, i)| Some((ix, i, m.node_record(i)?)))
         .collect();
     if holders.is_empty() {
         return Ok(());
@@ -178,7 +173,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
     }
     let mut overrides: Vec<(usize, String, crate::formats::onnx::proto::GraphProto)> = Vec::new();
     let mut imports = Vec::new();
-    for (ix, i) in holders {
+    for (ix, i, np) in holders {
         let node = graph.node(ix);
         let prefix = format!("{}/", scope::label(graph, ix));
         let inputs: Vec<Fact> = graph
@@ -186,7 +181,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
             .iter()
             .map(|o| o.map(|o| facts.get(o).clone()).unwrap_or_default())
             .collect();
-        for body in subgraph::node_bodies(&m.path, record, i) {
+        for body in subgraph::node_bodies(&m.path, &np) {
             let mut body = match body {
                 Ok(b) => b,
                 Err(e) => {

@@ -290,15 +290,8 @@ fn onnx_tensor_attr(model: &Model, ix: NodeIndex, name: &str) -> Option<Tensor> 
     let crate::ir::Origin::OnnxNode(i) = model.graph().node(ix).origin else {
         return None;
     };
-    let a = onnx
-        .proto
-        .graph
-        .as_ref()?
-        .node
-        .get(i)?
-        .attribute
-        .iter()
-        .find(|a| a.name() == name)?;
+    let record = onnx.node_record(i)?;
+    let a = record.attribute.iter().find(|a| a.name() == name)?;
     let dir = model.path().parent().unwrap_or(std::path::Path::new("."));
     let mut ext = crate::formats::onnx::ExternalFiles::new(dir);
     crate::formats::onnx::tensor_from_proto(a.t.as_deref()?, &mut ext).ok()

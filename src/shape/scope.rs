@@ -22,7 +22,7 @@ use std::path::Path;
 use petgraph::stable_graph::NodeIndex;
 
 use super::{propagate_graph, propagate_seeded, Fact, Facts};
-use crate::formats::onnx::proto::GraphProto;
+use crate::formats::onnx::proto::NodeProto;
 use crate::formats::onnx::subgraph;
 use crate::formats::openvino::OvModel;
 use crate::formats::{Format, Model};
@@ -71,9 +71,23 @@ pub fn scopes(model: &Model) -> Vec<Scope<'_>> {
     let mut bodies = Vec::new();
     match model {
         Model::Onnx(m) => {
-            if let Some(g) = m.proto.graph.as_ref() {
-                onnx_bodies(&m.path, m.opset(), graph, g, &facts, "", 0, &mut bodies);
-            }
+            let record = |i: usize| {
+                m.body_holders()
+                    .binary_search(&i)
+                    .ok()
+                    .and_then(|_| m.node_record(i))
+                    .map(Cow::Owned)
+            };
+            onnx_bodies(
+                &m.path,
+                m.opset(),
+                graph,
+                &record,
+                &facts,
+                "",
+                0,
+                &mut bodies,
+            );
         }
         Model::OpenVino(m) => ov_bodies(m, "", 0, &mut bodies),
     }
@@ -87,13 +101,17 @@ pub fn scopes(model: &Model) -> Vec<Scope<'_>> {
     out
 }
 
-/// Appends the bodies of the nodes of `graph` (whose record is `proto`) to `out`, recursively.
+/// The record of node `i` of a graph when it holds subgraphs.
+type HolderRecord<'r> = dyn Fn(usize) -> Option<Cow<'r, NodeProto>> + 'r;
+
+/// Appends the bodies of the nodes of `graph` (whose holders' records `record` gives) to `out`,
+/// recursively.
 #[allow(clippy::too_many_arguments)]
 fn onnx_bodies(
     path: &Path,
     opset: i64,
     graph: &Graph,
-    proto: &GraphProto,
+    record: &HolderRecord<'_>,
     facts: &Facts,
     prefix: &str,
     depth: usize,
@@ -108,16 +126,9 @@ fn onnx_bodies(
         let Origin::OnnxNode(i) = node.origin else {
             continue;
         };
-        let Some(np) = proto.node.get(i) else {
+        let Some(np) = record(i) else {
             continue;
         };
-        if !np
-            .attribute
-            .iter()
-            .any(|a| a.g.is_some() || !a.graphs.is_empty())
-        {
-            continue;
-        }
         let names = by_name.get_or_insert_with(|| {
             let mut m = FastMap::default();
             for o in graph.g.node_indices() {
@@ -135,7 +146,7 @@ fn onnx_bodies(
             .iter()
             .map(|o| o.map(|o| facts.get(o).clone()).unwrap_or_default())
             .collect();
-        for body in subgraph::node_bodies(path, proto, i) {
+        for body in subgraph::node_bodies(path, &np) {
             let body = match body {
                 Ok(b) => b,
                 Err(e) => {
@@ -154,11 +165,22 @@ fn onnx_bodies(
                 names.get(name).map(|&o| facts.get(o).clone())
             });
             let mut nested = Vec::new();
+            let holder = |k: usize| {
+                body.proto
+                    .node
+                    .get(k)
+                    .filter(|n| {
+                        n.attribute
+                            .iter()
+                            .any(|a| a.g.is_some() || !a.graphs.is_empty())
+                    })
+                    .map(Cow::Borrowed)
+            };
             onnx_bodies(
                 path,
                 opset,
                 &body.graph,
-                &body.proto,
+                &holder,
                 &body_facts,
                 &body_prefix,
                 depth + 1,

@@ -2,10 +2,12 @@
 //! it, and lossless saving.
 //!
 //! The [`OnnxModel`] keeps the decoded [`proto::ModelProto`] as the record of everything the IR
-//! does not model (metadata, functions, subgraphs, doc strings...). Saving an unchanged graph
-//! writes that record back as it was; saving a changed graph rebuilds only `graph.node`,
-//! `graph.initializer` and `graph.value_info`, reusing the original record of every node no pass
-//! touched.
+//! does not model (metadata, functions, doc strings...), except the main graph's nodes: each is
+//! kept as the bytes it was read from (a slice of the memory map), decoded when the IR is built
+//! and again only where a pass changed it or something needs its attributes (subgraph bodies,
+//! tensor attributes). Saving an unchanged graph writes the record back as it was; saving a
+//! changed graph rebuilds only `graph.node`, `graph.initializer` and `graph.value_info`, copying
+//! the bytes of every node no pass touched.
 
 pub mod subgraph;
 mod tensor;
@@ -32,15 +34,21 @@ pub mod proto {
 }
 
 use proto::{attribute_proto::AttributeType, GraphProto, ModelProto, NodeProto, ValueInfoProto};
-use write::{GraphOut, Rec};
+use write::{GraphOut, NodeOut, Rec};
 
 /// A loaded ONNX model.
 #[derive(Debug, Clone)]
 pub struct OnnxModel {
     /// Where it was loaded from.
     pub path: PathBuf,
-    /// The decoded file: the record everything not in the IR is written back from.
-    pub proto: ModelProto,
+    /// The decoded file: the record everything not in the IR is written back from. Its main
+    /// graph has no `node` entries: they are in `nodes` ([`OnnxModel::to_proto`] gives the
+    /// whole model).
+    pub(crate) proto: ModelProto,
+    /// The main graph's nodes as read, encoded (`graph.node[i]` is `nodes[i]`).
+    nodes: Vec<Bytes>,
+    /// Indices in `nodes` of the nodes that hold subgraphs (graph-valued attributes).
+    holders: Vec<usize>,
     /// The main graph as IR.
     pub graph: Graph,
     /// Node count right after loading (to detect an untouched graph).
@@ -120,14 +128,14 @@ impl OnnxModel {
             map: bytes.clone(),
             file: file.map(std::sync::Arc::new),
         }];
-        let proto = decode_model(bytes)
+        let (proto, nodes) = decode_model(bytes)
             .map_err(|e| fmt_err(path, format!("not a valid ONNX model: {e}")))?;
         let Some(g) = proto.graph.as_ref() else {
             return Err(fmt_err(path, "ONNX model has no graph"));
         };
         let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
         ext.also_inside(crate::formats::resolved_model_dir(path));
-        let graph = build_graph(path, g, &mut ext)?;
+        let (graph, holders) = build_graph(path, g, &nodes, &mut ext)?;
         let loaded_nodes = graph.g.node_count();
         let mut inputs = vec![path.to_path_buf()];
         inputs.extend(ext.paths());
@@ -135,6 +143,8 @@ impl OnnxModel {
         Ok(OnnxModel {
             path: path.to_path_buf(),
             proto,
+            nodes,
+            holders,
             graph,
             loaded_nodes,
             sources,
@@ -143,12 +153,32 @@ impl OnnxModel {
         })
     }
 
+    /// The record of the main graph's node `i` (`graph.node[i]` of the file), decoded.
+    pub fn node_record(&self, i: usize) -> Option<NodeProto> {
+        NodeProto::decode(self.nodes.get(i)?.clone()).ok()
+    }
+
+    /// The indices of the main graph's nodes that hold subgraphs (`If`, `Loop`, `Scan`...),
+    /// ascending.
+    pub fn body_holders(&self) -> &[usize] {
+        &self.holders
+    }
+
     /// A subgraph body of this model as a model of its own (for running passes in it): the
     /// body's record (with the names it reads from enclosing scopes as extra inputs after its
     /// `formal_inputs`) and its IR, with this model's opsets and files.
-    pub(crate) fn body_model(&self, proto: GraphProto, graph: Graph) -> OnnxModel {
+    pub(crate) fn body_model(&self, mut proto: GraphProto, graph: Graph) -> OnnxModel {
         let loaded_nodes = graph.g.node_count();
+        let decoded = std::mem::take(&mut proto.node);
+        let holders = decoded
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| holds_bodies(n))
+            .map(|(i, _)| i)
+            .collect();
         OnnxModel {
+            nodes: encode_nodes(decoded),
+            holders,
             path: self.path.clone(),
             proto: ModelProto {
                 ir_version: self.proto.ir_version,
@@ -169,18 +199,18 @@ impl OnnxModel {
     /// returns how many were dropped. `cleanup` can then remove what only they kept.
     pub(crate) fn prune_captures(&mut self) -> usize {
         use petgraph::visit::EdgeRef;
-        let Some(record) = self.proto.graph.as_ref() else {
-            return 0;
-        };
         let mut dropped = Vec::new();
         for ix in self.graph.g.node_indices() {
             let Origin::OnnxNode(i) = self.graph.node(ix).origin else {
                 continue;
             };
-            let (Some(b), Some(np)) = (self.body_overrides.get(&i), record.node.get(i)) else {
+            let Some(b) = self.body_overrides.get(&i) else {
                 continue;
             };
-            let np = with_bodies(np.clone(), b);
+            let Some(np) = self.node_record(i) else {
+                continue;
+            };
+            let np = with_bodies(np, b);
             let mut free = HashSet::default();
             for a in &np.attribute {
                 for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
@@ -250,7 +280,16 @@ impl OnnxModel {
     /// The model as it would be written: the original record with the graph rebuilt from the IR.
     pub fn to_proto(&self) -> Result<ModelProto> {
         if self.is_untouched() {
-            return Ok(self.proto.clone());
+            let mut out = self.proto.clone();
+            if let Some(g) = out.graph.as_mut() {
+                g.node = self
+                    .nodes
+                    .iter()
+                    .map(|b| NodeProto::decode(b.clone()))
+                    .collect::<std::result::Result<_, _>>()
+                    .map_err(|e| fmt_err(&self.path, format!("node record: {e}")))?;
+            }
+            return Ok(out);
         }
         self.rebuild_proto()
     }
@@ -266,7 +305,9 @@ impl OnnxModel {
     /// The main graph rebuilt from the IR: the original record's fields the IR does not model,
     /// with `node`, `initializer` and `value_info` rebuilt (tensor bytes are shared, not copied).
     fn rebuilt_graph(&self) -> Result<GraphProto> {
-        Ok(self.rebuilt_parts()?.into_proto())
+        self.rebuilt_parts()?
+            .into_proto()
+            .map_err(|e| fmt_err(&self.path, format!("node record: {e}")))
     }
 
     /// The rebuilt graph as parts borrowing every record no pass changed (nothing is cloned
@@ -277,7 +318,13 @@ impl OnnxModel {
             .graph
             .as_ref()
             .ok_or_else(|| fmt_err(&self.path, "no graph"))?;
-        rebuild_graph(&self.path, &self.graph, orig, &self.body_overrides)
+        rebuild_graph(
+            &self.path,
+            &self.graph,
+            orig,
+            &self.nodes,
+            &self.body_overrides,
+        )
     }
 
     /// Saves to `path` atomically; external data files the model references are kept beside it
@@ -288,7 +335,7 @@ impl OnnxModel {
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut graph = match self.proto.graph.as_ref() {
             None => None,
-            Some(g) if self.is_untouched() => Some(GraphOut::untouched(g)),
+            Some(g) if self.is_untouched() => Some(GraphOut::untouched_encoded(g, &self.nodes)),
             Some(_) => Some(self.rebuilt_parts()?),
         };
         let mut data = None;
@@ -378,6 +425,9 @@ impl OnnxModel {
         }
         let mut taken: Vec<String> = Vec::new();
         tensor::external_locations(orig, &mut taken);
+        for n in &self.nodes {
+            write::encoded_node_locations(n, &mut taken);
+        }
         let file_name = path.file_name()?.to_string_lossy().into_owned();
         let location = std::iter::once(format!("{file_name}.data"))
             .chain((1..).map(|k| format!("{file_name}.{k}.data")))
@@ -397,37 +447,100 @@ impl OnnxModel {
     }
 }
 
-/// Decodes a model with the main graph's repeated fields sized before decoding: prost grows
-/// them by doubling, which for a graph of 300,000 nodes left a quarter of the decoded model as
-/// spare capacity and copied the node list 19 times. A first pass over the graph's bytes counts
-/// the records (keys and lengths only, nothing decoded); a file too malformed to count is left
-/// to prost, which reports it.
-fn decode_model(bytes: Bytes) -> std::result::Result<ModelProto, prost::DecodeError> {
-    let mut proto = ModelProto::default();
-    if let Some(counts) = graph_record_counts(&bytes) {
-        let mut g = GraphProto::default();
-        g.node.reserve_exact(counts[0]);
-        g.initializer.reserve_exact(counts[1]);
-        g.input.reserve_exact(counts[2]);
-        g.output.reserve_exact(counts[3]);
-        g.value_info.reserve_exact(counts[4]);
-        proto.graph = Some(g);
+/// Decodes a model, keeping the main graph's node records encoded: `(model without
+/// graph.node, node records)`. Each record is a slice of `bytes` (nothing is copied); every
+/// other field is decoded by prost, one field at a time, with the graph's repeated fields sized
+/// before decoding (prost grows them by doubling, which for a graph of 300,000 nodes left a
+/// quarter of the decoded model as spare capacity). A file too malformed to walk field by field
+/// is left to prost whole, which decodes it or reports why not.
+fn decode_model(bytes: Bytes) -> std::result::Result<(ModelProto, Vec<Bytes>), prost::DecodeError> {
+    if let Some(split) = split_model(&bytes) {
+        return split;
     }
-    // prost merges an optional message field into the value already there, so the reserved
-    // vectors are the ones filled. Counts exist only when the bytes have a graph field, so a
-    // model without one still decodes to `graph: None`.
-    proto.merge(bytes)?;
-    Ok(proto)
+    let mut proto = ModelProto::decode(bytes)?;
+    let nodes = match proto.graph.as_mut() {
+        Some(g) => encode_nodes(std::mem::take(&mut g.node)),
+        None => Vec::new(),
+    };
+    Ok((proto, nodes))
 }
 
-/// Fields of a protobuf message as (field number, wire type, payload); `None` on a key or
-/// length that does not parse.
-fn fields(mut buf: &[u8]) -> impl Iterator<Item = Option<(u32, u8, &[u8])>> {
+/// [`decode_model`] field by field; `None` when a key, a length or a node record does not walk.
+#[allow(clippy::type_complexity)]
+fn split_model(
+    bytes: &Bytes,
+) -> Option<std::result::Result<(ModelProto, Vec<Bytes>), prost::DecodeError>> {
+    let counts = graph_record_counts(bytes)?;
+    // Walk everything first: nothing is decoded unless the whole file walks.
+    for f in fields(bytes) {
+        let (field, wire, payload, _) = f?;
+        if field == 7 && wire == 2 {
+            for gf in fields(payload) {
+                let (gfield, gwire, record, _) = gf?;
+                if gfield == 1 && gwire == 2 && !walks(record) {
+                    return None;
+                }
+            }
+        }
+    }
+    let mut proto = ModelProto::default();
+    let mut nodes = Vec::with_capacity(counts[0]);
+    let result = (|| -> std::result::Result<(), prost::DecodeError> {
+        for (field, wire, payload, whole) in fields(bytes).flatten() {
+            if field != 7 || wire != 2 {
+                proto.merge(bytes.slice_ref(whole))?;
+                continue;
+            }
+            let g = proto.graph.get_or_insert_with(|| {
+                let mut g = GraphProto::default();
+                g.initializer.reserve_exact(counts[1]);
+                g.input.reserve_exact(counts[2]);
+                g.output.reserve_exact(counts[3]);
+                g.value_info.reserve_exact(counts[4]);
+                g
+            });
+            for (gfield, gwire, record, gwhole) in fields(payload).flatten() {
+                if gfield == 1 && gwire == 2 {
+                    nodes.push(bytes.slice_ref(record));
+                } else {
+                    g.merge(bytes.slice_ref(gwhole))?;
+                }
+            }
+        }
+        Ok(())
+    })();
+    Some(result.map(|()| (proto, nodes)))
+}
+
+/// True when every field of the message `buf` has a key and length that parse.
+fn walks(buf: &[u8]) -> bool {
+    fields(buf).all(|f| f.is_some())
+}
+
+/// Node records encoded one by one (for a graph decoded whole).
+fn encode_nodes(nodes: Vec<NodeProto>) -> Vec<Bytes> {
+    nodes
+        .into_iter()
+        .map(|n| Bytes::from(n.encode_to_vec()))
+        .collect()
+}
+
+/// True when `n` has a graph-valued attribute.
+fn holds_bodies(n: &NodeProto) -> bool {
+    n.attribute
+        .iter()
+        .any(|a| a.g.is_some() || !a.graphs.is_empty())
+}
+
+/// Fields of a protobuf message as (field number, wire type, payload, whole field with its
+/// key); `None` on a key or length that does not parse (and nothing after it).
+fn fields(mut buf: &[u8]) -> impl Iterator<Item = Option<(u32, u8, &[u8], &[u8])>> {
     std::iter::from_fn(move || {
         if buf.is_empty() {
             return None;
         }
         let item = (|| {
+            let start = buf;
             let key = prost::encoding::decode_varint(&mut buf).ok()?;
             let (field, wire) = ((key >> 3) as u32, (key & 7) as u8);
             let len = match wire {
@@ -440,12 +553,13 @@ fn fields(mut buf: &[u8]) -> impl Iterator<Item = Option<(u32, u8, &[u8])>> {
                 5 => 4,
                 _ => return None,
             };
-            if buf.len() < len {
+            if buf.len() < len || field == 0 {
                 return None;
             }
             let (payload, rest) = buf.split_at(len);
             buf = rest;
-            Some((field, wire, payload))
+            let whole = &start[..start.len() - rest.len()];
+            Some((field, wire, payload, whole))
         })();
         if item.is_none() {
             buf = &[];
@@ -460,13 +574,13 @@ fn graph_record_counts(bytes: &[u8]) -> Option<[usize; 5]> {
     let mut counts = [0usize; 5];
     let mut any = false;
     for f in fields(bytes) {
-        let (field, wire, payload) = f?;
+        let (field, wire, payload, _) = f?;
         if field != 7 || wire != 2 {
             continue;
         }
         any = true;
         for g in fields(payload) {
-            let (gf, gw, _) = g?;
+            let (gf, gw, _, _) = g?;
             let slot = match (gf, gw) {
                 (1, 2) => 0,
                 (5, 2) => 1,
@@ -607,20 +721,25 @@ fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
     }
 }
 
-fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> Result<Graph> {
-    let defined = g.input.len()
+/// The IR of the graph `g` whose node records are `nodes` (`g.node` is not read), and the
+/// indices of the nodes that hold subgraphs.
+fn build_graph<'g>(
+    path: &Path,
+    g: &'g GraphProto,
+    nodes: &'g [Bytes],
+    ext: &mut ExternalFiles,
+) -> Result<(Graph, Vec<usize>)> {
+    // Every node defines at least one name (sized for one each; a map grows by doubling).
+    let defined = g.input.len() + g.initializer.len() + g.sparse_initializer.len() + nodes.len();
+    let count = g.input.len()
         + g.initializer.len()
         + g.sparse_initializer.len()
-        + g.node.iter().map(|n| n.output.len()).sum::<usize>();
-    let nodes = g.input.len()
-        + g.initializer.len()
-        + g.sparse_initializer.len()
-        + g.node.len()
+        + nodes.len()
         + g.output.len();
-    let edges = g.node.iter().map(|n| n.input.len()).sum::<usize>() + g.output.len();
     // Headroom for what passes add (folded constants, lowered nodes): the first node added
-    // past the capacity would copy the whole node array.
-    let mut graph = Graph::with_capacity(nodes + nodes / 4 + 16, edges + edges / 4 + 16);
+    // past the capacity would copy the whole node array. Edges are reserved once the nodes'
+    // input counts are known.
+    let mut graph = Graph::with_capacity(count + count / 4 + 16, 0);
     let mut producers: FastMap<&str, OutletId> = FastMap::default();
     producers.reserve(defined);
     let mut types: FastMap<&str, ValueType> = FastMap::default();
@@ -739,14 +858,34 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
             OutletId { node: ix, port: 0 },
         );
     }
-    // Nodes: create all first (they need not be in topological order), then wire.
-    let mut node_ix = Vec::with_capacity(g.node.len());
-    for (i, n) in g.node.iter().enumerate() {
+    // Nodes: create all first (they need not be in topological order), then wire. Each record
+    // is decoded once, into the IR node; output and input names are read in place from the
+    // record's bytes (`names`), so nothing decoded outlives its node's turn.
+    let mut node_ix = Vec::with_capacity(nodes.len());
+    let mut holders = Vec::new();
+    let mut captures: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut wires = 0usize;
+    for (i, rec) in nodes.iter().enumerate() {
+        let n = NodeProto::decode(rec.clone())
+            .map_err(|e| fmt_err(path, format!("not a valid ONNX model: node #{i}: {e}")))?;
         // Node names are reserved too: a pass naming a new node must not reuse one (ONNX
         // Runtime refuses two nodes of one name).
         if !n.name().is_empty() {
             graph.reserve_name(n.name());
         }
+        if holds_bodies(&n) {
+            holders.push(i);
+            let mut captured = HashSet::default();
+            for a in &n.attribute {
+                for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
+                    free_names(sg, &mut captured);
+                }
+            }
+            let mut captured: Vec<String> = captured.into_iter().collect();
+            captured.sort();
+            captures.push((i, captured));
+        }
+        wires += n.input.len();
         let mut node = Node::op(n.name(), n.op_type(), n.domain());
         node.origin = Origin::OnnxNode(i);
         node.order = (2, i as u64);
@@ -758,28 +897,31 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
             .map(|a| (a.name().to_string(), convert_attr(a)))
             .collect();
         if n.op_type() == "Constant" && n.domain().is_empty() {
-            if let Some(t) = constant_node_value(n, ext).map_err(|m| node_err(path, n, i, m))? {
+            if let Some(t) = constant_node_value(&n, ext).map_err(|m| node_err(path, &n, i, m))? {
                 node.kind = NodeKind::Const(Box::new(t));
             }
         }
+        let outputs =
+            names(rec, 2).ok_or_else(|| node_err(path, &n, i, "an output name does not read"))?;
         node.outputs = n
             .output
-            .iter()
+            .into_iter()
             .map(|o| crate::ir::Value {
-                name: o.clone(),
                 ty: types.get(o.as_str()).cloned().unwrap_or_default(),
+                name: o,
                 ty_changed: false,
             })
             .collect();
         let ix = graph.add_node(node);
-        for (p, o) in n.output.iter().enumerate() {
+        for (p, o) in outputs.enumerate() {
             if o.is_empty() {
                 continue;
             }
-            if producers.contains_key(o.as_str()) {
+            if producers.contains_key(o) {
+                let n = NodeProto::decode(rec.clone()).unwrap_or_default();
                 return Err(node_err(
                     path,
-                    n,
+                    &n,
                     i,
                     format!("output '{o}' is already produced by another node"),
                 ));
@@ -793,16 +935,26 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
         }
         node_ix.push(ix);
     }
-    for (i, n) in g.node.iter().enumerate() {
+    let edges = wires + g.output.len();
+    graph.g.reserve_exact_edges(edges + edges / 4 + 16);
+    let decoded = |i: usize| {
+        nodes
+            .get(i)
+            .and_then(|r| NodeProto::decode(r.clone()).ok())
+            .unwrap_or_default()
+    };
+    for (i, rec) in nodes.iter().enumerate() {
         let ix = node_ix[i];
-        for (p, name) in n.input.iter().enumerate() {
+        let inputs = names(rec, 1)
+            .ok_or_else(|| node_err(path, &decoded(i), i, "an input name does not read"))?;
+        for (p, name) in inputs.enumerate() {
             if name.is_empty() {
                 continue;
             }
-            let Some(&src) = producers.get(name.as_str()) else {
+            let Some(&src) = producers.get(name) else {
                 return Err(node_err(
                     path,
-                    n,
+                    &decoded(i),
                     i,
                     format!(
                         "input {p} names '{name}', which no node, input or initializer produces"
@@ -811,19 +963,14 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
             };
             graph.connect(src, ix, p);
         }
-        let mut captured = HashSet::default();
-        for a in &n.attribute {
-            for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
-                free_names(sg, &mut captured);
-            }
-        }
-        let mut captured: Vec<String> = captured.into_iter().collect();
-        captured.sort();
+    }
+    for (i, captured) in captures {
+        let ix = node_ix[i];
         for name in captured {
             let Some(&src) = producers.get(name.as_str()) else {
                 return Err(node_err(
                     path,
-                    n,
+                    &decoded(i),
                     i,
                     format!(
                         "a subgraph reads '{name}', which the enclosing graph does not produce"
@@ -857,7 +1004,23 @@ fn build_graph<'g>(path: &Path, g: &'g GraphProto, ext: &mut ExternalFiles) -> R
         graph.connect(src, ix, 0);
     }
     graph.topo_order().map_err(|c| Error::cycle(path, c))?;
-    Ok(graph)
+    Ok((graph, holders))
+}
+
+/// The strings of field `field` of the node record `rec` (1: inputs, 2: outputs), in order,
+/// read in place; `None` when the record does not walk or a name is not UTF-8.
+fn names(rec: &[u8], field: u32) -> Option<impl Iterator<Item = &str>> {
+    let mut out = Vec::new();
+    for f in fields(rec) {
+        let (number, wire, payload, _) = f?;
+        if number == field {
+            if wire != 2 {
+                return None;
+            }
+            out.push(std::str::from_utf8(payload).ok()?);
+        }
+    }
+    Some(out.into_iter())
 }
 
 fn constant_node_value(
@@ -921,20 +1084,27 @@ fn rebuild_node<'a>(
     path: &Path,
     graph: &Graph,
     ix: NodeIndex,
-    orig: &'a GraphProto,
+    records: &'a [Bytes],
     bodies: &BodyOverrides,
-) -> Result<Rec<'a, NodeProto>> {
+) -> Result<NodeOut<'a>> {
     let n = graph.node(ix);
+    let record = |i: usize| -> Result<NodeProto> {
+        match records.get(i) {
+            Some(r) => NodeProto::decode(r.clone())
+                .map_err(|e| fmt_err(path, format!("node #{i}: its record does not decode: {e}"))),
+            None => Ok(NodeProto::default()),
+        }
+    };
     if let Origin::OnnxNode(i) = n.origin {
-        if let (false, Some(np)) = (n.dirty, orig.node.get(i)) {
+        if let (false, Some(rec)) = (n.dirty, records.get(i)) {
             return Ok(match bodies.get(&i) {
-                Some(b) => Rec::owned(with_bodies(np.clone(), b)),
-                None => Rec::Borrowed(np),
+                Some(b) => NodeOut::Record(Rec::owned(with_bodies(record(i)?, b))),
+                None => NodeOut::Encoded(rec),
             });
         }
     }
     let mut np = match n.origin {
-        Origin::OnnxNode(i) => orig.node.get(i).cloned().unwrap_or_default(),
+        Origin::OnnxNode(i) => record(i)?,
         _ => NodeProto::default(),
     };
     np.name = if n.name.is_empty() {
@@ -1024,14 +1194,13 @@ fn rebuild_node<'a>(
         }
         np.attribute.push(a);
     }
-    let _ = path;
     if let Some(b) = match n.origin {
         Origin::OnnxNode(i) => bodies.get(&i),
         _ => None,
     } {
         np = with_bodies(np, b);
     }
-    Ok(Rec::owned(np))
+    Ok(NodeOut::Record(Rec::owned(np)))
 }
 
 /// `np` with the graph-valued attributes named in `bodies` replaced.
@@ -1060,19 +1229,20 @@ fn rebuild_graph<'a>(
     path: &Path,
     graph: &Graph,
     orig: &'a GraphProto,
+    records: &'a [Bytes],
     bodies: &BodyOverrides,
 ) -> Result<GraphOut<'a>> {
     let order = graph.topo_order().map_err(|c| Error::cycle(path, c))?;
     let mut out = GraphOut {
         base: orig,
-        node: Vec::with_capacity(orig.node.len()),
+        node: Vec::with_capacity(records.len()),
         initializer: Vec::new(),
         value_info: Vec::new(),
         output: orig.output.iter().map(Rec::Borrowed).collect(),
     };
     let mut inits: Vec<(u64, Rec<'a, proto::TensorProto>)> =
         Vec::with_capacity(orig.initializer.len());
-    let mut extra_identity: Vec<Rec<'a, NodeProto>> = Vec::new();
+    let mut extra_identity: Vec<NodeOut<'a>> = Vec::new();
     for &ix in &order {
         let n = graph.node(ix);
         match (&n.kind, n.origin) {
@@ -1089,13 +1259,13 @@ fn rebuild_graph<'a>(
                         .map(|v| v.name.as_str())
                         .unwrap_or_default();
                     if produced != n.name {
-                        extra_identity.push(Rec::owned(NodeProto {
+                        extra_identity.push(NodeOut::Record(Rec::owned(NodeProto {
                             input: vec![produced.to_string()],
                             output: vec![n.name.clone()],
                             name: Some(format!("{}_identity", n.name)),
                             op_type: Some("Identity".into()),
                             ..Default::default()
-                        }));
+                        })));
                     }
                 }
             }
@@ -1114,7 +1284,9 @@ fn rebuild_graph<'a>(
                     .unwrap_or(&n.name);
                 inits.push((u64::MAX, Rec::owned(tensor_to_proto(t, name))));
             }
-            _ => out.node.push(rebuild_node(path, graph, ix, orig, bodies)?),
+            _ => out
+                .node
+                .push(rebuild_node(path, graph, ix, records, bodies)?),
         }
     }
     out.node.extend(extra_identity);

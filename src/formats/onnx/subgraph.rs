@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::proto::{GraphProto, ValueInfoProto};
+use super::proto::{GraphProto, NodeProto, ValueInfoProto};
 use super::{build_graph, free_names, ExternalFiles};
 use crate::error::Result;
 use crate::ir::{FastSet, Graph};
@@ -28,12 +28,9 @@ pub struct Body {
     pub graph: Graph,
 }
 
-/// The bodies held by the attributes of `graph.node[index]`, in attribute order. `path` is the
-/// model file (messages and external data). A body that cannot be built gives its error.
-pub fn node_bodies(path: &Path, graph: &GraphProto, index: usize) -> Vec<Result<Body>> {
-    let Some(node) = graph.node.get(index) else {
-        return Vec::new();
-    };
+/// The bodies held by the attributes of `node`, in attribute order. `path` is the model file
+/// (messages and external data). A body that cannot be built gives its error.
+pub fn node_bodies(path: &Path, node: &NodeProto) -> Vec<Result<Body>> {
     let mut out = Vec::new();
     for a in &node.attribute {
         if let Some(g) = a.g.as_deref() {
@@ -60,7 +57,8 @@ fn body(path: &Path, attr: String, g: &GraphProto) -> Result<Body> {
             ..ValueInfoProto::default()
         }));
     let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
-    let graph = build_graph(path, &proto, &mut ext)?;
+    let records = super::encode_nodes(proto.node.clone());
+    let (graph, _) = build_graph(path, &proto, &records, &mut ext)?;
     Ok(Body {
         attr,
         proto,

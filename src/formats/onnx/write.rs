@@ -92,6 +92,46 @@ impl<M> AsRef<M> for Rec<'_, M> {
     }
 }
 
+/// A node to write: its record as read, still encoded, or a decoded record.
+#[derive(Debug, Clone)]
+pub enum NodeOut<'a> {
+    /// Unchanged: the bytes of the record read (written as they are).
+    Encoded(&'a Bytes),
+    /// Rebuilt, new, or read decoded.
+    Record(Rec<'a, NodeProto>),
+}
+
+impl NodeOut<'_> {
+    /// The decoded record (an encoded one is decoded).
+    pub fn into_owned(self) -> Result<NodeProto, prost::DecodeError> {
+        match self {
+            NodeOut::Encoded(b) => NodeProto::decode(b.clone()),
+            NodeOut::Record(r) => Ok(r.into_owned()),
+        }
+    }
+
+    /// The length of the node's encoded field in a graph (tag and length included).
+    fn field_len(&self) -> usize {
+        match self {
+            NodeOut::Encoded(b) => {
+                encoding::key_len(1) + encoding::encoded_len_varint(b.len() as u64) + b.len()
+            }
+            NodeOut::Record(r) => encoding::message::encoded_len(1, r.as_ref()),
+        }
+    }
+}
+
+/// Every external-data `location` in the tensor attributes and subgraphs of the encoded node
+/// record `b`. A record without the bytes `location` has none and is not decoded.
+pub fn encoded_node_locations(b: &Bytes, out: &mut Vec<String>) {
+    if memchr::memmem::find(b, b"location").is_none() {
+        return;
+    }
+    if let Ok(n) = NodeProto::decode(b.clone()) {
+        super::tensor::node_external_locations(&n, out);
+    }
+}
+
 /// A graph to write: the original record for the fields no pass rebuilds, and the rebuilt
 /// lists, each entry borrowed from the original record unless a pass changed it.
 #[derive(Debug, Clone)]
@@ -100,7 +140,7 @@ pub struct GraphOut<'a> {
     /// quantization annotations and metadata are written from it).
     pub base: &'a GraphProto,
     /// Nodes in the order to write.
-    pub node: Vec<Rec<'a, NodeProto>>,
+    pub node: Vec<NodeOut<'a>>,
     /// Initializers in the order to write.
     pub initializer: Vec<Rec<'a, TensorProto>>,
     /// `value_info` entries.
@@ -114,20 +154,40 @@ impl<'a> GraphOut<'a> {
     pub fn untouched(g: &'a GraphProto) -> GraphOut<'a> {
         GraphOut {
             base: g,
-            node: g.node.iter().map(Rec::Borrowed).collect(),
+            node: g
+                .node
+                .iter()
+                .map(|n| NodeOut::Record(Rec::Borrowed(n)))
+                .collect(),
             initializer: g.initializer.iter().map(Rec::Borrowed).collect(),
             value_info: g.value_info.iter().map(Rec::Borrowed).collect(),
             output: g.output.iter().map(Rec::Borrowed).collect(),
         }
     }
 
-    /// As an owned record.
-    pub fn into_proto(self) -> GraphProto {
+    /// The graph `g` as it is, its nodes being the encoded records `nodes` (`g.node` is not
+    /// read).
+    pub fn untouched_encoded(g: &'a GraphProto, nodes: &'a [Bytes]) -> GraphOut<'a> {
+        GraphOut {
+            base: g,
+            node: nodes.iter().map(NodeOut::Encoded).collect(),
+            initializer: g.initializer.iter().map(Rec::Borrowed).collect(),
+            value_info: g.value_info.iter().map(Rec::Borrowed).collect(),
+            output: g.output.iter().map(Rec::Borrowed).collect(),
+        }
+    }
+
+    /// As an owned record (encoded node records are decoded).
+    pub fn into_proto(self) -> Result<GraphProto, prost::DecodeError> {
         fn own<M: Clone>(v: Vec<Rec<'_, M>>) -> Vec<M> {
             v.into_iter().map(Rec::into_owned).collect()
         }
-        GraphProto {
-            node: own(self.node),
+        Ok(GraphProto {
+            node: self
+                .node
+                .into_iter()
+                .map(NodeOut::into_owned)
+                .collect::<Result<_, _>>()?,
             name: self.base.name.clone(),
             initializer: own(self.initializer),
             sparse_initializer: self.base.sparse_initializer.clone(),
@@ -137,7 +197,7 @@ impl<'a> GraphOut<'a> {
             value_info: own(self.value_info),
             quantization_annotation: self.base.quantization_annotation.clone(),
             metadata_props: self.base.metadata_props.clone(),
-        }
+        })
     }
 
     /// The length of the encoded graph message (without its own tag and length).
@@ -149,7 +209,7 @@ impl<'a> GraphOut<'a> {
                 .sum()
         }
         let b = self.base;
-        msgs(1, &self.node)
+        self.node.iter().map(NodeOut::field_len).sum::<usize>()
             + b.name.as_ref().map_or(0, |v| string::encoded_len(2, v))
             + msgs(5, &self.initializer)
             + b.doc_string
@@ -169,7 +229,10 @@ impl<'a> GraphOut<'a> {
             out.extend(super::tensor::tensor_location(t).map(str::to_string));
         }
         for n in &self.node {
-            super::tensor::node_external_locations(n, out);
+            match n {
+                NodeOut::Encoded(b) => encoded_node_locations(b, out),
+                NodeOut::Record(r) => super::tensor::node_external_locations(r, out),
+            }
         }
     }
 }
@@ -396,7 +459,18 @@ impl<'a> StreamWriter<'a> {
     fn graph(&mut self, g: &GraphOut<'_>) -> io::Result<()> {
         use encoding::string;
         let b = g.base;
-        self.cow_messages(1, &g.node)?;
+        for n in &g.node {
+            match n {
+                NodeOut::Encoded(rec) => {
+                    self.message_header(1, rec.len());
+                    self.bytes(rec)?;
+                }
+                NodeOut::Record(r) => {
+                    encoding::message::encode(1, r.as_ref(), &mut self.buf);
+                    self.maybe_flush()?;
+                }
+            }
+        }
         if let Some(v) = &b.name {
             string::encode(2, v, &mut self.buf);
         }
