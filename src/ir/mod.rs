@@ -7,6 +7,7 @@
 mod tensor;
 
 use std::collections::{BTreeMap, BinaryHeap};
+use std::hash::BuildHasher;
 
 use petgraph::stable_graph::{EdgeIndex, NodeIndex, StableDiGraph};
 use petgraph::visit::{EdgeIndexable, EdgeRef, IntoEdgeReferences, NodeIndexable};
@@ -274,7 +275,11 @@ pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 pub struct Graph {
     pub g: StableDiGraph<Node, Wire>,
     next_order: u64,
-    names: FastSet<String>,
+    /// Every name in use (values and nodes), as 64-bit hashes of `name_hasher`: a name is
+    /// never stored twice (the graph holds it already). Two names of one hash only make
+    /// [`Graph::unique_name`] pass over a free name, never reuse a taken one.
+    names: FastSet<u64>,
+    name_hasher: foldhash::quality::RandomState,
     /// Reshaping nodes (`Reshape`, `Squeeze`, `Unsqueeze`) that pass `lower` made out of a
     /// StridedSlice that sliced nothing: `raise` turns these back into a StridedSlice in the
     /// same run. Not written to the file.
@@ -314,20 +319,17 @@ impl Graph {
 
     /// Records `name` as used by a value or node, so [`Graph::unique_name`] avoids it.
     pub fn reserve_name(&mut self, name: &str) {
-        if !self.names.contains(name) {
-            self.names.insert(name.to_string());
-        }
+        self.names.insert(self.name_hasher.hash_one(name));
     }
 
     /// A name starting with `base` that no value or node uses yet (and reserves it).
     pub fn unique_name(&mut self, base: &str) -> String {
         let mut candidate = base.to_string();
         let mut k = 1u64;
-        while self.names.contains(&candidate) {
+        while !self.names.insert(self.name_hasher.hash_one(candidate.as_str())) {
             candidate = format!("{base}_{k}");
             k += 1;
         }
-        self.names.insert(candidate.clone());
         candidate
     }
 
