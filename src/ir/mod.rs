@@ -326,7 +326,10 @@ impl Graph {
     pub fn unique_name(&mut self, base: &str) -> String {
         let mut candidate = base.to_string();
         let mut k = 1u64;
-        while !self.names.insert(self.name_hasher.hash_one(candidate.as_str())) {
+        while !self
+            .names
+            .insert(self.name_hasher.hash_one(candidate.as_str()))
+        {
             candidate = format!("{base}_{k}");
             k += 1;
         }
