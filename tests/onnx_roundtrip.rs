@@ -478,23 +478,39 @@ fn i64_init(name: &str, dims: &[i64], values: &[i64]) -> proto::TensorProto {
     }
 }
 
-/// `model` encoded with `extra` appended to the record of its graph's node `index` (a field
-/// this reader does not know; protobuf readers keep unknown fields and write them back).
-fn encode_with_node_suffix(model: &ModelProto, index: usize, extra: &[u8]) -> (Vec<u8>, Vec<u8>) {
+/// `model` encoded with `extra` appended to the records of its graph's node `node` and
+/// initializer `init` (fields this reader does not know; protobuf readers keep unknown fields
+/// and write them back). Returns the file and the two records as written.
+fn encode_with_suffix(
+    model: &ModelProto,
+    node: usize,
+    init: usize,
+    extra: &[u8],
+) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     use prost::encoding::{encode_key, encode_varint, WireType};
     let mut g = model.graph.clone().expect("graph");
     let nodes = std::mem::take(&mut g.node);
+    let inits = std::mem::take(&mut g.initializer);
     let mut graph_bytes = Vec::new();
-    let mut record = Vec::new();
-    for (i, n) in nodes.iter().enumerate() {
-        let mut r = n.encode_to_vec();
-        if i == index {
+    let mut records = (Vec::new(), Vec::new());
+    let mut field = |tag: u32, mut r: Vec<u8>, suffixed: bool, out: &mut Vec<u8>| {
+        if suffixed {
             r.extend_from_slice(extra);
-            record = r.clone();
+            if tag == 1 {
+                records.0 = r.clone();
+            } else {
+                records.1 = r.clone();
+            }
         }
-        encode_key(1, WireType::LengthDelimited, &mut graph_bytes);
-        encode_varint(r.len() as u64, &mut graph_bytes);
-        graph_bytes.extend_from_slice(&r);
+        encode_key(tag, WireType::LengthDelimited, out);
+        encode_varint(r.len() as u64, out);
+        out.extend_from_slice(&r);
+    };
+    for (i, n) in nodes.iter().enumerate() {
+        field(1, n.encode_to_vec(), i == node, &mut graph_bytes);
+    }
+    for (i, t) in inits.iter().enumerate() {
+        field(5, t.encode_to_vec(), i == init, &mut graph_bytes);
     }
     graph_bytes.extend(g.encode_to_vec());
     let mut bytes = ModelProto {
@@ -505,12 +521,12 @@ fn encode_with_node_suffix(model: &ModelProto, index: usize, extra: &[u8]) -> (V
     encode_key(7, WireType::LengthDelimited, &mut bytes);
     encode_varint(graph_bytes.len() as u64, &mut bytes);
     bytes.extend_from_slice(&graph_bytes);
-    (bytes, record)
+    (bytes, records.0, records.1)
 }
 
-/// Issue 19 (node records kept as read): a node no pass changed is written with the bytes it
-/// was read from, so a field this tool does not know (a newer ONNX field, a vendor extension)
-/// survives a save that folds another node; prost alone would drop it.
+/// Issue 19 (records kept as read): a node or initializer no pass changed is written with the
+/// bytes it was read from, so a field this tool does not know (a newer ONNX field, a vendor
+/// extension) survives a save that folds another node; prost alone would drop it.
 #[test]
 fn unknown_fields_of_untouched_nodes_survive_a_transforming_save() {
     let float4 = |name: &str| proto::ValueInfoProto {
@@ -534,7 +550,8 @@ fn unknown_fields_of_untouched_nodes_survive_a_transforming_save() {
     let mut m = model_with(vec![
         node("Identity", "keep", &["x"], &["a"]),
         node("Slice", "fold_me", &["c", "s", "e"], &["b"]),
-        node("Add", "sum", &["a", "b"], &["y"]),
+        node("Add", "sum", &["a", "b"], &["ab"]),
+        node("Add", "bias", &["ab", "w"], &["y"]),
     ]);
     let g = m.graph.as_mut().expect("graph");
     g.input = vec![float4("x")];
@@ -543,11 +560,12 @@ fn unknown_fields_of_untouched_nodes_survive_a_transforming_save() {
         i64_init("c", &[6], &[10, 11, 12, 13, 14, 15]),
         i64_init("s", &[1], &[1]),
         i64_init("e", &[1], &[5]),
+        i64_init("w", &[4], &[1, 2, 3, 4]),
     ];
     // Field 1000, varint 7 (key 1000 << 3 = 0x1f40 as a varint: c0 3e), then field 1001, a
     // 3-byte string.
     let extra = [0xc0, 0x3e, 0x07, 0xca, 0x3e, 0x03, b'a', b'b', b'c'];
-    let (bytes, record) = encode_with_node_suffix(&m, 0, &extra);
+    let (bytes, record, init_record) = encode_with_suffix(&m, 0, 3, &extra);
     let dir = tempfile::tempdir().expect("tempdir");
     let input = dir.path().join("in.onnx");
     let out = dir.path().join("out.onnx");
@@ -586,6 +604,12 @@ fn unknown_fields_of_untouched_nodes_survive_a_transforming_save() {
             .windows(record.len())
             .any(|w| w == record.as_slice()),
         "the record of node 'keep' was not written as read"
+    );
+    assert!(
+        written
+            .windows(init_record.len())
+            .any(|w| w == init_record.as_slice()),
+        "the record of initializer 'w' was not written as read"
     );
 }
 

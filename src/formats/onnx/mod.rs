@@ -42,11 +42,13 @@ pub struct OnnxModel {
     /// Where it was loaded from.
     pub path: PathBuf,
     /// The decoded file: the record everything not in the IR is written back from. Its main
-    /// graph has no `node` entries: they are in `nodes` ([`OnnxModel::to_proto`] gives the
-    /// whole model).
+    /// graph has no `node` and `initializer` entries: they are in `records`
+    /// ([`OnnxModel::to_proto`] gives the whole model).
     pub(crate) proto: ModelProto,
-    /// The main graph's nodes as read, encoded (`graph.node[i]` is `nodes[i]`).
-    nodes: Vec<Bytes>,
+    /// The main graph's nodes and initializers as read, encoded.
+    records: Records,
+    /// True when an initializer keeps its data in an external file.
+    uses_external: bool,
     /// Indices in `nodes` of the nodes that hold subgraphs (graph-valued attributes).
     holders: Vec<usize>,
     /// The main graph as IR.
@@ -62,6 +64,24 @@ pub struct OnnxModel {
     /// attribute (`then_branch`, `body`, `name[i]` for the `i`-th graph of a list) and the
     /// body to write instead of the one read.
     pub(crate) body_overrides: BodyOverrides,
+}
+
+/// The node and initializer records of a graph as read, encoded: `graph.node[i]` is `nodes[i]`,
+/// `graph.initializer[i]` is `inits[i]`. Each is a slice of the mapped file (nothing copied).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Records {
+    nodes: Vec<Bytes>,
+    inits: Vec<Bytes>,
+}
+
+impl Records {
+    /// The node and initializer lists of a decoded graph `g` (taken out of it), encoded.
+    fn take_from(g: &mut GraphProto) -> Records {
+        Records {
+            nodes: encode_all(std::mem::take(&mut g.node)),
+            inits: encode_all(std::mem::take(&mut g.initializer)),
+        }
+    }
 }
 
 /// Rewritten subgraph bodies: node index in the graph record, then (attribute, body).
@@ -128,14 +148,15 @@ impl OnnxModel {
             map: bytes.clone(),
             file: file.map(std::sync::Arc::new),
         }];
-        let (proto, nodes) = decode_model(bytes)
+        let (proto, records) = decode_model(bytes)
             .map_err(|e| fmt_err(path, format!("not a valid ONNX model: {e}")))?;
         let Some(g) = proto.graph.as_ref() else {
             return Err(fmt_err(path, "ONNX model has no graph"));
         };
         let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
         ext.also_inside(crate::formats::resolved_model_dir(path));
-        let (graph, holders) = build_graph(path, g, &nodes, &mut ext)?;
+        let built = build_graph(path, g, &records, &mut ext)?;
+        let graph = built.graph;
         let loaded_nodes = graph.g.node_count();
         let mut inputs = vec![path.to_path_buf()];
         inputs.extend(ext.paths());
@@ -143,8 +164,9 @@ impl OnnxModel {
         Ok(OnnxModel {
             path: path.to_path_buf(),
             proto,
-            nodes,
-            holders,
+            records,
+            uses_external: built.uses_external,
+            holders: built.holders,
             graph,
             loaded_nodes,
             sources,
@@ -155,7 +177,7 @@ impl OnnxModel {
 
     /// The record of the main graph's node `i` (`graph.node[i]` of the file), decoded.
     pub fn node_record(&self, i: usize) -> Option<NodeProto> {
-        NodeProto::decode(self.nodes.get(i)?.clone()).ok()
+        NodeProto::decode(self.records.nodes.get(i)?.clone()).ok()
     }
 
     /// The indices of the main graph's nodes that hold subgraphs (`If`, `Loop`, `Scan`...),
@@ -169,15 +191,17 @@ impl OnnxModel {
     /// `formal_inputs`) and its IR, with this model's opsets and files.
     pub(crate) fn body_model(&self, mut proto: GraphProto, graph: Graph) -> OnnxModel {
         let loaded_nodes = graph.g.node_count();
-        let decoded = std::mem::take(&mut proto.node);
-        let holders = decoded
+        let holders = proto
+            .node
             .iter()
             .enumerate()
             .filter(|(_, n)| holds_bodies(n))
             .map(|(i, _)| i)
             .collect();
+        let uses_external = proto.initializer.iter().any(|t| t.data_location == Some(1));
         OnnxModel {
-            nodes: encode_nodes(decoded),
+            records: Records::take_from(&mut proto),
+            uses_external,
             holders,
             path: self.path.clone(),
             proto: ModelProto {
@@ -282,12 +306,9 @@ impl OnnxModel {
         if self.is_untouched() {
             let mut out = self.proto.clone();
             if let Some(g) = out.graph.as_mut() {
-                g.node = self
-                    .nodes
-                    .iter()
-                    .map(|b| NodeProto::decode(b.clone()))
-                    .collect::<std::result::Result<_, _>>()
-                    .map_err(|e| fmt_err(&self.path, format!("node record: {e}")))?;
+                let bad = |e| fmt_err(&self.path, format!("graph record: {e}"));
+                g.node = decode_all(&self.records.nodes).map_err(bad)?;
+                g.initializer = decode_all(&self.records.inits).map_err(bad)?;
             }
             return Ok(out);
         }
@@ -322,7 +343,7 @@ impl OnnxModel {
             &self.path,
             &self.graph,
             orig,
-            &self.nodes,
+            &self.records,
             &self.body_overrides,
         )
     }
@@ -335,7 +356,11 @@ impl OnnxModel {
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut graph = match self.proto.graph.as_ref() {
             None => None,
-            Some(g) if self.is_untouched() => Some(GraphOut::untouched_encoded(g, &self.nodes)),
+            Some(g) if self.is_untouched() => Some(GraphOut::untouched_encoded(
+                g,
+                &self.records.nodes,
+                &self.records.inits,
+            )),
             Some(_) => Some(self.rebuilt_parts()?),
         };
         let mut data = None;
@@ -401,7 +426,7 @@ impl OnnxModel {
         path: &Path,
     ) -> Option<(PathBuf, Vec<(u64, Bytes)>)> {
         let orig = self.proto.graph.as_ref()?;
-        let uses_external = orig.initializer.iter().any(|t| t.data_location == Some(1));
+        let uses_external = self.uses_external;
         // The exact size needs a walk of the whole model; skip it when the input file plus
         // every computed tensor cannot reach the limit (the rebuilt graph is otherwise made
         // of the input's own records).
@@ -412,8 +437,10 @@ impl OnnxModel {
         let computed: u64 = g
             .initializer
             .iter()
-            .filter(|t| t.is_owned())
-            .filter_map(|t| t.raw_data.as_ref())
+            .filter_map(|t| match t {
+                write::Out::Record(r) if r.is_owned() => r.raw_data.as_ref(),
+                _ => None,
+            })
             .map(|r| r.len() as u64)
             .sum();
         let too_big = input_len.saturating_add(computed) > write::PROTO_LIMIT / 2 && {
@@ -425,8 +452,11 @@ impl OnnxModel {
         }
         let mut taken: Vec<String> = Vec::new();
         tensor::external_locations(orig, &mut taken);
-        for n in &self.nodes {
+        for n in &self.records.nodes {
             write::encoded_node_locations(n, &mut taken);
+        }
+        for t in &self.records.inits {
+            write::encoded_tensor_location(t, &mut taken);
         }
         let file_name = path.file_name()?.to_string_lossy().into_owned();
         let location = std::iter::once(format!("{file_name}.data"))
@@ -453,23 +483,24 @@ impl OnnxModel {
 /// before decoding (prost grows them by doubling, which for a graph of 300,000 nodes left a
 /// quarter of the decoded model as spare capacity). A file too malformed to walk field by field
 /// is left to prost whole, which decodes it or reports why not.
-fn decode_model(bytes: Bytes) -> std::result::Result<(ModelProto, Vec<Bytes>), prost::DecodeError> {
+fn decode_model(bytes: Bytes) -> std::result::Result<(ModelProto, Records), prost::DecodeError> {
     if let Some(split) = split_model(&bytes) {
         return split;
     }
     let mut proto = ModelProto::decode(bytes)?;
-    let nodes = match proto.graph.as_mut() {
-        Some(g) => encode_nodes(std::mem::take(&mut g.node)),
-        None => Vec::new(),
-    };
-    Ok((proto, nodes))
+    let records = proto
+        .graph
+        .as_mut()
+        .map(Records::take_from)
+        .unwrap_or_default();
+    Ok((proto, records))
 }
 
 /// [`decode_model`] field by field; `None` when a key, a length or a node record does not walk.
 #[allow(clippy::type_complexity)]
 fn split_model(
     bytes: &Bytes,
-) -> Option<std::result::Result<(ModelProto, Vec<Bytes>), prost::DecodeError>> {
+) -> Option<std::result::Result<(ModelProto, Records), prost::DecodeError>> {
     let counts = graph_record_counts(bytes)?;
     // Walk everything first: nothing is decoded unless the whole file walks.
     for f in fields(bytes) {
@@ -477,14 +508,17 @@ fn split_model(
         if field == 7 && wire == 2 {
             for gf in fields(payload) {
                 let (gfield, gwire, record, _) = gf?;
-                if gfield == 1 && gwire == 2 && !walks(record) {
+                if (gfield == 1 || gfield == 5) && gwire == 2 && !walks(record) {
                     return None;
                 }
             }
         }
     }
     let mut proto = ModelProto::default();
-    let mut nodes = Vec::with_capacity(counts[0]);
+    let mut records = Records {
+        nodes: Vec::with_capacity(counts[0]),
+        inits: Vec::with_capacity(counts[1]),
+    };
     let result = (|| -> std::result::Result<(), prost::DecodeError> {
         for (field, wire, payload, whole) in fields(bytes).flatten() {
             if field != 7 || wire != 2 {
@@ -493,7 +527,6 @@ fn split_model(
             }
             let g = proto.graph.get_or_insert_with(|| {
                 let mut g = GraphProto::default();
-                g.initializer.reserve_exact(counts[1]);
                 g.input.reserve_exact(counts[2]);
                 g.output.reserve_exact(counts[3]);
                 g.value_info.reserve_exact(counts[4]);
@@ -501,7 +534,9 @@ fn split_model(
             });
             for (gfield, gwire, record, gwhole) in fields(payload).flatten() {
                 if gfield == 1 && gwire == 2 {
-                    nodes.push(bytes.slice_ref(record));
+                    records.nodes.push(bytes.slice_ref(record));
+                } else if gfield == 5 && gwire == 2 {
+                    records.inits.push(bytes.slice_ref(record));
                 } else {
                     g.merge(bytes.slice_ref(gwhole))?;
                 }
@@ -509,7 +544,7 @@ fn split_model(
         }
         Ok(())
     })();
-    Some(result.map(|()| (proto, nodes)))
+    Some(result.map(|()| (proto, records)))
 }
 
 /// True when every field of the message `buf` has a key and length that parse.
@@ -517,12 +552,19 @@ fn walks(buf: &[u8]) -> bool {
     fields(buf).all(|f| f.is_some())
 }
 
-/// Node records encoded one by one (for a graph decoded whole).
-fn encode_nodes(nodes: Vec<NodeProto>) -> Vec<Bytes> {
-    nodes
+/// Records encoded one by one (for a graph decoded whole).
+fn encode_all<M: Message>(records: Vec<M>) -> Vec<Bytes> {
+    records
         .into_iter()
         .map(|n| Bytes::from(n.encode_to_vec()))
         .collect()
+}
+
+/// Encoded records decoded.
+fn decode_all<M: Message + Default>(
+    records: &[Bytes],
+) -> std::result::Result<Vec<M>, prost::DecodeError> {
+    records.iter().map(|b| M::decode(b.clone())).collect()
 }
 
 /// True when `n` has a graph-valued attribute.
@@ -721,21 +763,29 @@ fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
     }
 }
 
-/// The IR of the graph `g` whose node records are `nodes` (`g.node` is not read), and the
-/// indices of the nodes that hold subgraphs.
+/// A graph's IR as [`build_graph`] makes it, and what it learnt on the way.
+struct Built {
+    graph: Graph,
+    /// Indices of the nodes that hold subgraphs.
+    holders: Vec<usize>,
+    /// True when an initializer keeps its data in an external file.
+    uses_external: bool,
+}
+
+/// The IR of the graph `g` whose node and initializer records are `records` (`g.node` and
+/// `g.initializer` are not read).
 fn build_graph<'g>(
     path: &Path,
     g: &'g GraphProto,
-    nodes: &'g [Bytes],
+    records: &'g Records,
     ext: &mut ExternalFiles,
-) -> Result<(Graph, Vec<usize>)> {
+) -> Result<Built> {
+    let nodes = &records.nodes[..];
+    let inits = &records.inits[..];
     // Every node defines at least one name (sized for one each; a map grows by doubling).
-    let defined = g.input.len() + g.initializer.len() + g.sparse_initializer.len() + nodes.len();
-    let count = g.input.len()
-        + g.initializer.len()
-        + g.sparse_initializer.len()
-        + nodes.len()
-        + g.output.len();
+    let defined = g.input.len() + inits.len() + g.sparse_initializer.len() + nodes.len();
+    let count =
+        g.input.len() + inits.len() + g.sparse_initializer.len() + nodes.len() + g.output.len();
     // Headroom for what passes add (folded constants, lowered nodes): the first node added
     // past the capacity would copy the whole node array. Edges are reserved once the nodes'
     // input counts are known.
@@ -790,8 +840,16 @@ fn build_graph<'g>(
     // Like the onnx checker: a name is defined once. ONNX Runtime takes the last of two
     // initializers of one name, a fold would take the first: refuse rather than guess.
     let mut init_names: HashSet<&str> = HashSet::default();
-    init_names.reserve(g.initializer.len() + g.sparse_initializer.len());
-    for name in g.initializer.iter().map(|t| t.name()).chain(
+    init_names.reserve(inits.len() + g.sparse_initializer.len());
+    let mut init_name = Vec::with_capacity(inits.len());
+    for (i, rec) in inits.iter().enumerate() {
+        init_name.push(
+            last_string(rec, 8).ok_or_else(|| {
+                fmt_err(path, format!("initializer #{i}: its name does not read"))
+            })?,
+        );
+    }
+    for name in init_name.iter().copied().chain(
         g.sparse_initializer
             .iter()
             .map(|t| t.values.as_ref().map(|v| v.name()).unwrap_or_default()),
@@ -805,12 +863,20 @@ fn build_graph<'g>(
             ));
         }
     }
-    for (i, t) in g.initializer.iter().enumerate() {
-        if producers.contains_key(t.name()) {
+    let mut uses_external = false;
+    for (i, (rec, &name)) in inits.iter().zip(&init_name).enumerate() {
+        if producers.contains_key(name) {
             // Shadowed by a graph input of the same name: kept in the record only.
             continue;
         }
-        let tensor = tensor_from_proto(t, ext)
+        let t = proto::TensorProto::decode(rec.clone()).map_err(|e| {
+            fmt_err(
+                path,
+                format!("not a valid ONNX model: initializer '{name}': {e}"),
+            )
+        })?;
+        uses_external |= t.data_location == Some(1);
+        let tensor = tensor_from_proto(&t, ext)
             .map_err(|m| fmt_err(path, format!("initializer '{}': {m}", t.name())))?;
         let mut node = Node::op(t.name(), "", "");
         node.origin = Origin::OnnxInitializer(i);
@@ -835,7 +901,7 @@ fn build_graph<'g>(
         define(
             &mut graph,
             &mut producers,
-            t.name(),
+            name,
             OutletId { node: ix, port: 0 },
         );
     }
@@ -843,7 +909,7 @@ fn build_graph<'g>(
         let name = t.values.as_ref().map(|v| v.name()).unwrap_or_default();
         let mut node = Node::op(name, "SparseInitializer", "");
         node.origin = Origin::OnnxSparseInitializer(i);
-        node.order = (1, (g.initializer.len() + i) as u64);
+        node.order = (1, (inits.len() + i) as u64);
         node.dirty = false;
         node.outputs = vec![crate::ir::Value {
             name: name.to_string(),
@@ -1004,7 +1070,28 @@ fn build_graph<'g>(
         graph.connect(src, ix, 0);
     }
     graph.topo_order().map_err(|c| Error::cycle(path, c))?;
-    Ok((graph, holders))
+    Ok(Built {
+        graph,
+        holders,
+        uses_external,
+    })
+}
+
+/// The last value of the string field `field` of the message `rec` (protobuf: the last one
+/// counts), read in place; `""` when absent, `None` when the message does not walk or the
+/// value is not UTF-8.
+fn last_string(rec: &[u8], field: u32) -> Option<&str> {
+    let mut out = "";
+    for f in fields(rec) {
+        let (number, wire, payload, _) = f?;
+        if number == field {
+            if wire != 2 {
+                return None;
+            }
+            out = std::str::from_utf8(payload).ok()?;
+        }
+    }
+    Some(out)
 }
 
 /// The strings of field `field` of the node record `rec` (1: inputs, 2: outputs), in order,
@@ -1229,19 +1316,18 @@ fn rebuild_graph<'a>(
     path: &Path,
     graph: &Graph,
     orig: &'a GraphProto,
-    records: &'a [Bytes],
+    records: &'a Records,
     bodies: &BodyOverrides,
 ) -> Result<GraphOut<'a>> {
     let order = graph.topo_order().map_err(|c| Error::cycle(path, c))?;
     let mut out = GraphOut {
         base: orig,
-        node: Vec::with_capacity(records.len()),
+        node: Vec::with_capacity(records.nodes.len()),
         initializer: Vec::new(),
         value_info: Vec::new(),
         output: orig.output.iter().map(Rec::Borrowed).collect(),
     };
-    let mut inits: Vec<(u64, Rec<'a, proto::TensorProto>)> =
-        Vec::with_capacity(orig.initializer.len());
+    let mut inits: Vec<(u64, write::InitOut<'a>)> = Vec::with_capacity(records.inits.len());
     let mut extra_identity: Vec<NodeOut<'a>> = Vec::new();
     for &ix in &order {
         let n = graph.node(ix);
@@ -1270,9 +1356,9 @@ fn rebuild_graph<'a>(
                 }
             }
             (NodeKind::Const(t), Origin::OnnxInitializer(i)) => {
-                let rec = match (n.dirty, orig.initializer.get(i)) {
-                    (false, Some(t)) => Rec::Borrowed(t),
-                    _ => Rec::owned(tensor_to_proto(t, &n.outputs[0].name)),
+                let rec = match (n.dirty, records.inits.get(i)) {
+                    (false, Some(t)) => write::Out::Encoded(t),
+                    _ => write::Out::Record(Rec::owned(tensor_to_proto(t, &n.outputs[0].name))),
                 };
                 inits.push((i as u64, rec));
             }
@@ -1282,22 +1368,28 @@ fn rebuild_graph<'a>(
                     .first()
                     .map(|v| v.name.as_str())
                     .unwrap_or(&n.name);
-                inits.push((u64::MAX, Rec::owned(tensor_to_proto(t, name))));
+                inits.push((
+                    u64::MAX,
+                    write::Out::Record(Rec::owned(tensor_to_proto(t, name))),
+                ));
             }
             _ => out
                 .node
-                .push(rebuild_node(path, graph, ix, records, bodies)?),
+                .push(rebuild_node(path, graph, ix, &records.nodes, bodies)?),
         }
     }
     out.node.extend(extra_identity);
     // Initializers: originals in their original order (shadowed ones included), then new ones.
-    let shadowed: Vec<(u64, Rec<'a, proto::TensorProto>)> = {
+    let shadowed: Vec<(u64, write::InitOut<'a>)> = if orig.input.is_empty() {
+        Vec::new()
+    } else {
         let inputs: HashSet<&str> = orig.input.iter().map(|i| i.name()).collect();
-        orig.initializer
+        records
+            .inits
             .iter()
             .enumerate()
-            .filter(|(_, t)| inputs.contains(t.name()))
-            .map(|(i, t)| (i as u64, Rec::Borrowed(t)))
+            .filter(|(_, t)| last_string(t, 8).is_some_and(|n| inputs.contains(n)))
+            .map(|(i, t)| (i as u64, write::Out::Encoded(t)))
             .collect()
     };
     inits.extend(shadowed);

@@ -57,8 +57,8 @@ fn body(path: &Path, attr: String, g: &GraphProto) -> Result<Body> {
             ..ValueInfoProto::default()
         }));
     let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
-    let records = super::encode_nodes(proto.node.clone());
-    let (graph, _) = build_graph(path, &proto, &records, &mut ext)?;
+    let records = super::Records::take_from(&mut proto.clone());
+    let graph = build_graph(path, &proto, &records, &mut ext)?.graph;
     Ok(Body {
         attr,
         proto,

@@ -92,31 +92,68 @@ impl<M> AsRef<M> for Rec<'_, M> {
     }
 }
 
-/// A node to write: its record as read, still encoded, or a decoded record.
+/// A record to write that may still be encoded: as read (its bytes are written as they are), or
+/// decoded.
 #[derive(Debug, Clone)]
-pub enum NodeOut<'a> {
-    /// Unchanged: the bytes of the record read (written as they are).
+pub enum Out<'a, M> {
+    /// Unchanged: the bytes of the record read.
     Encoded(&'a Bytes),
     /// Rebuilt, new, or read decoded.
-    Record(Rec<'a, NodeProto>),
+    Record(Rec<'a, M>),
 }
 
-impl NodeOut<'_> {
+/// A node to write.
+pub type NodeOut<'a> = Out<'a, NodeProto>;
+/// An initializer to write.
+pub type InitOut<'a> = Out<'a, TensorProto>;
+
+impl<M: Message + Default + Clone> Out<'_, M> {
     /// The decoded record (an encoded one is decoded).
-    pub fn into_owned(self) -> Result<NodeProto, prost::DecodeError> {
+    pub fn into_owned(self) -> Result<M, prost::DecodeError> {
         match self {
-            NodeOut::Encoded(b) => NodeProto::decode(b.clone()),
-            NodeOut::Record(r) => Ok(r.into_owned()),
+            Out::Encoded(b) => M::decode(b.clone()),
+            Out::Record(r) => Ok(r.into_owned()),
         }
     }
 
-    /// The length of the node's encoded field in a graph (tag and length included).
-    fn field_len(&self) -> usize {
+    /// The decoded record for changing when `pred` holds for it (an encoded record is decoded
+    /// to ask, and stays encoded when `pred` does not hold).
+    pub fn to_mut_if(
+        &mut self,
+        pred: impl FnOnce(&M) -> bool,
+    ) -> Result<Option<&mut M>, prost::DecodeError> {
         match self {
-            NodeOut::Encoded(b) => {
-                encoding::key_len(1) + encoding::encoded_len_varint(b.len() as u64) + b.len()
+            Out::Encoded(b) => {
+                let m = M::decode((*b).clone())?;
+                if !pred(&m) {
+                    return Ok(None);
+                }
+                *self = Out::Record(Rec::owned(m));
             }
-            NodeOut::Record(r) => encoding::message::encoded_len(1, r.as_ref()),
+            Out::Record(r) => {
+                if !pred(r) {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(match self {
+            Out::Record(r) => Some(r.to_mut()),
+            Out::Encoded(_) => None,
+        })
+    }
+
+    /// True for a rebuilt or new record.
+    pub fn is_owned(&self) -> bool {
+        matches!(self, Out::Record(r) if r.is_owned())
+    }
+
+    /// The length of the record's field `tag` (key and length included).
+    fn field_len(&self, tag: u32) -> usize {
+        match self {
+            Out::Encoded(b) => {
+                encoding::key_len(tag) + encoding::encoded_len_varint(b.len() as u64) + b.len()
+            }
+            Out::Record(r) => encoding::message::encoded_len(tag, r.as_ref()),
         }
     }
 }
@@ -132,6 +169,17 @@ pub fn encoded_node_locations(b: &Bytes, out: &mut Vec<String>) {
     }
 }
 
+/// The external-data `location` of the encoded tensor record `b`, if it has one (a record
+/// without the bytes `location` has none and is not decoded).
+pub fn encoded_tensor_location(b: &Bytes, out: &mut Vec<String>) {
+    if memchr::memmem::find(b, b"location").is_none() {
+        return;
+    }
+    if let Ok(t) = TensorProto::decode(b.clone()) {
+        out.extend(super::tensor::tensor_location(&t).map(str::to_string));
+    }
+}
+
 /// A graph to write: the original record for the fields no pass rebuilds, and the rebuilt
 /// lists, each entry borrowed from the original record unless a pass changed it.
 #[derive(Debug, Clone)]
@@ -142,7 +190,7 @@ pub struct GraphOut<'a> {
     /// Nodes in the order to write.
     pub node: Vec<NodeOut<'a>>,
     /// Initializers in the order to write.
-    pub initializer: Vec<Rec<'a, TensorProto>>,
+    pub initializer: Vec<InitOut<'a>>,
     /// `value_info` entries.
     pub value_info: Vec<Rec<'a, ValueInfoProto>>,
     /// Graph outputs (a pass may refine their types).
@@ -157,39 +205,48 @@ impl<'a> GraphOut<'a> {
             node: g
                 .node
                 .iter()
-                .map(|n| NodeOut::Record(Rec::Borrowed(n)))
+                .map(|n| Out::Record(Rec::Borrowed(n)))
                 .collect(),
-            initializer: g.initializer.iter().map(Rec::Borrowed).collect(),
+            initializer: g
+                .initializer
+                .iter()
+                .map(|t| Out::Record(Rec::Borrowed(t)))
+                .collect(),
             value_info: g.value_info.iter().map(Rec::Borrowed).collect(),
             output: g.output.iter().map(Rec::Borrowed).collect(),
         }
     }
 
-    /// The graph `g` as it is, its nodes being the encoded records `nodes` (`g.node` is not
-    /// read).
-    pub fn untouched_encoded(g: &'a GraphProto, nodes: &'a [Bytes]) -> GraphOut<'a> {
+    /// The graph `g` as it is, its nodes and initializers being the encoded records `nodes`
+    /// and `inits` (`g.node` and `g.initializer` are not read).
+    pub fn untouched_encoded(
+        g: &'a GraphProto,
+        nodes: &'a [Bytes],
+        inits: &'a [Bytes],
+    ) -> GraphOut<'a> {
         GraphOut {
             base: g,
-            node: nodes.iter().map(NodeOut::Encoded).collect(),
-            initializer: g.initializer.iter().map(Rec::Borrowed).collect(),
+            node: nodes.iter().map(Out::Encoded).collect(),
+            initializer: inits.iter().map(Out::Encoded).collect(),
             value_info: g.value_info.iter().map(Rec::Borrowed).collect(),
             output: g.output.iter().map(Rec::Borrowed).collect(),
         }
     }
 
-    /// As an owned record (encoded node records are decoded).
+    /// As an owned record (encoded records are decoded).
     pub fn into_proto(self) -> Result<GraphProto, prost::DecodeError> {
         fn own<M: Clone>(v: Vec<Rec<'_, M>>) -> Vec<M> {
             v.into_iter().map(Rec::into_owned).collect()
         }
+        fn decode<M: Message + Default + Clone>(
+            v: Vec<Out<'_, M>>,
+        ) -> Result<Vec<M>, prost::DecodeError> {
+            v.into_iter().map(Out::into_owned).collect()
+        }
         Ok(GraphProto {
-            node: self
-                .node
-                .into_iter()
-                .map(NodeOut::into_owned)
-                .collect::<Result<_, _>>()?,
+            node: decode(self.node)?,
             name: self.base.name.clone(),
-            initializer: own(self.initializer),
+            initializer: decode(self.initializer)?,
             sparse_initializer: self.base.sparse_initializer.clone(),
             doc_string: self.base.doc_string.clone(),
             input: self.base.input.clone(),
@@ -209,9 +266,13 @@ impl<'a> GraphOut<'a> {
                 .sum()
         }
         let b = self.base;
-        self.node.iter().map(NodeOut::field_len).sum::<usize>()
+        self.node.iter().map(|n| n.field_len(1)).sum::<usize>()
             + b.name.as_ref().map_or(0, |v| string::encoded_len(2, v))
-            + msgs(5, &self.initializer)
+            + self
+                .initializer
+                .iter()
+                .map(|t| t.field_len(5))
+                .sum::<usize>()
             + b.doc_string
                 .as_ref()
                 .map_or(0, |v| string::encoded_len(10, v))
@@ -226,12 +287,15 @@ impl<'a> GraphOut<'a> {
     /// Every external-data `location` the graph refers to (subgraphs included).
     pub fn external_locations(&self, out: &mut Vec<String>) {
         for t in &self.initializer {
-            out.extend(super::tensor::tensor_location(t).map(str::to_string));
+            match t {
+                Out::Encoded(b) => encoded_tensor_location(b, out),
+                Out::Record(r) => out.extend(super::tensor::tensor_location(r).map(str::to_string)),
+            }
         }
         for n in &self.node {
             match n {
-                NodeOut::Encoded(b) => encoded_node_locations(b, out),
-                NodeOut::Record(r) => super::tensor::node_external_locations(r, out),
+                Out::Encoded(b) => encoded_node_locations(b, out),
+                Out::Record(r) => super::tensor::node_external_locations(r, out),
             }
         }
     }
@@ -461,11 +525,11 @@ impl<'a> StreamWriter<'a> {
         let b = g.base;
         for n in &g.node {
             match n {
-                NodeOut::Encoded(rec) => {
+                Out::Encoded(rec) => {
                     self.message_header(1, rec.len());
                     self.bytes(rec)?;
                 }
-                NodeOut::Record(r) => {
+                Out::Record(r) => {
                     encoding::message::encode(1, r.as_ref(), &mut self.buf);
                     self.maybe_flush()?;
                 }
@@ -475,8 +539,16 @@ impl<'a> StreamWriter<'a> {
             string::encode(2, v, &mut self.buf);
         }
         for t in &g.initializer {
-            self.message_header(5, t.encoded_len());
-            self.tensor(t)?;
+            match t {
+                Out::Encoded(rec) => {
+                    self.message_header(5, rec.len());
+                    self.bytes(rec)?;
+                }
+                Out::Record(t) => {
+                    self.message_header(5, t.encoded_len());
+                    self.tensor(t)?;
+                }
+            }
         }
         if let Some(v) = &b.doc_string {
             string::encode(10, v, &mut self.buf);
@@ -574,13 +646,20 @@ pub fn externalize(
     let mut out = Vec::new();
     let mut offset = 0u64;
     for t in g.initializer.iter_mut() {
-        let Some(raw) = t.raw_data.as_ref() else {
+        if let Out::Encoded(b) = t {
+            if b.len() < EXTERNAL_MIN {
+                continue;
+            }
+        }
+        // An encoded record is decoded to look (a record that does not decode was refused when
+        // the model was read; it is written as it is).
+        let Ok(Some(t)) = t.to_mut_if(|t| {
+            t.raw_data.as_ref().is_some_and(|raw| {
+                raw.len() >= EXTERNAL_MIN && t.data_location != Some(1) && pick(t, raw)
+            })
+        }) else {
             continue;
         };
-        if raw.len() < EXTERNAL_MIN || t.data_location == Some(1) || !pick(t, raw) {
-            continue;
-        }
-        let t = t.to_mut();
         let Some(raw) = t.raw_data.take() else {
             continue;
         };
