@@ -159,9 +159,10 @@ impl<M: Message + Default + Clone> Out<'_, M> {
 }
 
 /// Every external-data `location` in the tensor attributes and subgraphs of the encoded node
-/// record `b`. A record without the bytes `location` has none and is not decoded.
+/// record `b`. A small record without the bytes `location` has none and is not decoded; a big
+/// one is decoded without being read through (its tensor bytes are not touched).
 pub fn encoded_node_locations(b: &Bytes, out: &mut Vec<String>) {
-    if memchr::memmem::find(b, b"location").is_none() {
+    if b.len() < BIG && memchr::memmem::find(b, b"location").is_none() {
         return;
     }
     if let Ok(n) = NodeProto::decode(b.clone()) {
@@ -169,10 +170,12 @@ pub fn encoded_node_locations(b: &Bytes, out: &mut Vec<String>) {
     }
 }
 
-/// The external-data `location` of the encoded tensor record `b`, if it has one (a record
-/// without the bytes `location` has none and is not decoded).
+/// The external-data `location` of the encoded tensor record `b`, if it has one. Only a record
+/// with an `external_data` or `data_location` field is decoded; the walk to find them skips
+/// over the tensor bytes (a weight's pages are not read).
 pub fn encoded_tensor_location(b: &Bytes, out: &mut Vec<String>) {
-    if memchr::memmem::find(b, b"location").is_none() {
+    let external = super::fields(b).any(|f| f.is_none_or(|(n, _, _, _)| n == 13 || n == 14));
+    if !external {
         return;
     }
     if let Ok(t) = TensorProto::decode(b.clone()) {
