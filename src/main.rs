@@ -350,8 +350,11 @@ fn transform_one(
     } else {
         None
     };
+    // Every change is recorded only when something shows the list (`-v`, `--report`); the
+    // summary needs the counts alone.
     let mut report = Pipeline::with_passes(passes.to_vec())
         .fold_limit(cli.fold_limit)
+        .details(cli.verbose || cli.report.is_some())
         .run(&mut model)?;
     let verification = match (&original, &model) {
         (Some(Model::Onnx(a)), Model::Onnx(b)) => Some(verify(a, b, &cli.bind)?),
@@ -429,8 +432,8 @@ fn summary(input: &Path, output: &Path, o: &Outcome, verbose: bool) -> String {
         s.push_str(&format!(
             "\n  {:8} {} change(s), {} skipped  {:.3}s",
             p.pass.name(),
-            p.changes.len(),
-            p.skipped.len(),
+            p.changed,
+            p.skipped_count,
             p.seconds
         ));
         for c in &p.warnings {
@@ -563,7 +566,7 @@ fn run_directory(
         match r {
             Ok(o) => {
                 if !cli.quiet {
-                    let changes: usize = o.report.passes.iter().map(|p| p.changes.len()).sum();
+                    let changes: usize = o.report.passes.iter().map(|p| p.changed).sum();
                     let v = o
                         .verification
                         .as_deref()

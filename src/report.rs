@@ -111,8 +111,49 @@ pub struct PassReport {
     /// plugin vs its constant folding), with the behaviour chosen.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Change>,
+    /// How many changes the pass made: `changes.len()`, unless the pipeline ran without
+    /// details ([`crate::pipeline::Pipeline::details`]), when `changes` stays empty.
+    pub changed: usize,
+    /// How many nodes the pass left alone: `skipped.len()`, or their count without details.
+    pub skipped_count: usize,
     /// Wall time of the pass.
     pub seconds: f64,
+    /// Whether `changes` and `skipped` are filled (else only counted).
+    #[serde(skip)]
+    pub details: bool,
+}
+
+impl PassReport {
+    /// An empty report of `pass`; `details` says whether changes are recorded or only counted.
+    pub fn new(pass: PassKind, details: bool) -> PassReport {
+        PassReport {
+            pass,
+            changes: Vec::new(),
+            skipped: Vec::new(),
+            warnings: Vec::new(),
+            changed: 0,
+            skipped_count: 0,
+            seconds: 0.0,
+            details,
+        }
+    }
+
+    /// Counts a change, and records it (built by `change`, only then) when details are on.
+    pub fn change(&mut self, change: impl FnOnce() -> Change) {
+        self.changed += 1;
+        if self.details {
+            self.changes.push(change());
+        }
+    }
+
+    /// Counts a node left alone, and records why (built by `why`, only then) when details are
+    /// on.
+    pub fn skip(&mut self, why: impl FnOnce() -> Change) {
+        self.skipped_count += 1;
+        if self.details {
+            self.skipped.push(why());
+        }
+    }
 }
 
 /// What a pipeline run did.

@@ -263,3 +263,67 @@ fn infer_runs_again_for_a_slice_folding_made_exact() {
     assert_eq!(output_dims(&run(vec![Infer]), "y"), ["n", "?"]);
     assert_eq!(output_dims(&run(vec![Infer, Fold]), "y"), ["n", "50"]);
 }
+
+/// Issue 19: a pipeline without details (what the command line runs unless `-v` or `--report`
+/// asks for the list) counts exactly the changes and skipped nodes a detailed run records, on
+/// every shipped model and every pass, and transforms the model the same way.
+#[test]
+fn counting_without_details_matches_the_detailed_report() {
+    use slice_opt::pipeline::PassKind;
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let mut models: Vec<_> = std::fs::read_dir(&dir)
+        .expect("models")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "onnx" || x == "xml"))
+        .collect();
+    models.sort();
+    assert!(models.len() >= 20, "{} models", models.len());
+    let passes = [
+        vec![PassKind::Infer, PassKind::Fold, PassKind::Cleanup],
+        vec![PassKind::Lower, PassKind::Raise],
+    ];
+    let mut compared = 0;
+    for path in &models {
+        for list in &passes {
+            let mut a = Model::load(path).expect("load");
+            let mut b = Model::load(path).expect("load");
+            let detailed = Pipeline::with_passes(list.clone())
+                .run(&mut a)
+                .expect("run");
+            let counted = Pipeline::with_passes(list.clone())
+                .details(false)
+                .run(&mut b)
+                .expect("run");
+            for (d, c) in detailed.passes.iter().zip(&counted.passes) {
+                assert_eq!(d.changes.len(), d.changed, "{}", path.display());
+                assert_eq!(d.skipped.len(), d.skipped_count, "{}", path.display());
+                assert_eq!(
+                    c.changed,
+                    d.changes.len(),
+                    "{} {:?}",
+                    path.display(),
+                    c.pass
+                );
+                assert_eq!(c.skipped_count, d.skipped.len(), "{}", path.display());
+                assert!(c.changes.is_empty() && c.skipped.is_empty());
+                compared += d.changed;
+            }
+            // One name in two directories: a model with external data names its file after it.
+            let (da, db) = (
+                tempfile::tempdir().expect("tempdir"),
+                tempfile::tempdir().expect("tempdir"),
+            );
+            let name = path.file_name().expect("name");
+            let (pa, pb) = (da.path().join(name), db.path().join(name));
+            a.save(&pa).expect("save");
+            b.save(&pb).expect("save");
+            assert_eq!(
+                std::fs::read(&pa).expect("read"),
+                std::fs::read(&pb).expect("read"),
+                "{}",
+                path.display()
+            );
+        }
+    }
+    assert!(compared > 50, "only {compared} changes compared");
+}

@@ -90,8 +90,12 @@ fn merge(report: &mut Report, body: Report, prefix: &str) {
         c
     };
     for (pr, br) in report.passes.iter_mut().zip(body.passes) {
-        pr.changes.extend(br.changes.into_iter().map(named));
-        pr.skipped.extend(br.skipped.into_iter().map(named));
+        pr.changed += br.changed;
+        pr.skipped_count += br.skipped_count;
+        if pr.details {
+            pr.changes.extend(br.changes.into_iter().map(named));
+            pr.skipped.extend(br.skipped.into_iter().map(named));
+        }
         pr.warnings.extend(br.warnings.into_iter().map(named));
         pr.seconds += br.seconds;
     }
@@ -133,15 +137,20 @@ fn with_path(e: crate::error::Error, prefix: &str) -> crate::error::Error {
 /// A body that could not be read is left as it is; the first pass's report says why.
 fn unreadable(report: &mut Report, prefix: &str, op: &str, why: String) {
     if let Some(pr) = report.passes.first_mut() {
-        pr.skipped.push(Change::note(
-            prefix.trim_end_matches('/'),
-            op,
-            format!("body not entered: {why}"),
-        ));
+        pr.skip(|| {
+            Change::note(
+                prefix.trim_end_matches('/'),
+                op,
+                format!("body not entered: {why}"),
+            )
+        });
     }
 }
 
 fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usize) -> Result<()> {
+    // Bodies record their changes whatever the enclosing run does: some are dropped below
+    // before the counts are merged.
+    let pipeline = &pipeline.clone().details(true);
     if m.body_holders().is_empty() {
         return Ok(());
     }
@@ -271,6 +280,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
                         && c.op == "constant"
                         && outer_consts.contains(&c.node))
                 });
+                pr.changed = pr.changes.len();
             }
             merge(report, sub, &body_prefix);
             if let Model::Onnx(b) = &mut bm {

@@ -45,7 +45,9 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         .node_indices()
         .filter(|ix| !live[ix.index()])
         .collect();
-    report.changes.reserve(dead.len());
+    if report.details {
+        report.changes.reserve(dead.len());
+    }
     graph.remove_nodes_with(dead, |_, n| {
         let crate::ir::Node {
             name,
@@ -53,7 +55,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
             op_type,
             ..
         } = n;
-        report.changes.push(Change {
+        report.change(|| Change {
             node: name,
             op: match kind {
                 NodeKind::Const(_) => "constant".into(),

@@ -407,7 +407,7 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
                     report.warnings.push(w);
                 }
                 let n = model.graph().node(ix);
-                let change = Change {
+                report.change(|| Change {
                     node: n.name.clone(),
                     op: n.op_type.clone(),
                     what: "folded to a constant".into(),
@@ -416,14 +416,13 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
                         .first()
                         .map(|v| crate::ir::show_shape(v.ty.shape.as_deref())),
                     after: Some(crate::ir::show_shape(Some(&t.shape))),
-                };
-                report.changes.push(change);
+                });
                 become_constant(model.graph_mut(), ix, t, format, &mut dead_inputs);
             }
             Err(NoFold::Silent) => {}
             Err(NoFold::Skip(why)) => {
                 let n = model.graph().node(ix);
-                report.skipped.push(Change {
+                report.skip(|| Change {
                     node: n.name.clone(),
                     op: n.op_type.clone(),
                     what: why,

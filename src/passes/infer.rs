@@ -149,7 +149,7 @@ pub(crate) fn run_open(model: &mut Model, report: &mut PassReport) -> Result<boo
                     ty.dtype = before.dtype;
                 }
                 if ty != before {
-                    report.changes.push(Change {
+                    report.change(|| Change {
                         node: name,
                         op,
                         what: "shape inferred".into(),
@@ -180,7 +180,7 @@ pub(crate) fn run_open(model: &mut Model, report: &mut PassReport) -> Result<boo
             }
             Err(DecodeError::Unknown(why)) => {
                 open = true;
-                report.skipped.push(Change {
+                report.skip(|| Change {
                     node: name,
                     op,
                     what: why,

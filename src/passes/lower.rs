@@ -296,7 +296,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         match lower_node(graph, ix, op, format, opset) {
             Ok(what) => {
                 report.warnings.extend(warning);
-                report.changes.push(Change {
+                report.change(|| Change {
                     node: name,
                     op: op_type,
                     what,
@@ -304,7 +304,7 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
                     after: None,
                 });
             }
-            Err(why) => report.skipped.push(Change::note(name, op_type, why)),
+            Err(why) => report.skip(|| Change::note(name, op_type, why)),
         }
     }
     model.graph_mut().flush_detached();

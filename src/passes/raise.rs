@@ -60,9 +60,9 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         match outcome {
             Ok(what) => {
                 raised = true;
-                report.changes.push(Change::note(name, op_type, what))
+                report.change(|| Change::note(name, op_type, what))
             }
-            Err(why) => report.skipped.push(Change::note(name, op_type, why)),
+            Err(why) => report.skip(|| Change::note(name, op_type, why)),
         }
     }
     model.graph_mut().flush_detached();
