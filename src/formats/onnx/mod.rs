@@ -437,11 +437,13 @@ impl OnnxModel {
         let computed: u64 = g
             .initializer
             .iter()
-            .filter_map(|t| match t {
-                write::Out::Record(r) if r.is_owned() => r.raw_data.as_ref(),
-                _ => None,
+            .map(|t| match t {
+                write::Out::Record(r) if r.is_owned() => {
+                    r.raw_data.as_ref().map_or(0, |r| r.len() as u64)
+                }
+                write::Out::Built(b) => b.len() as u64,
+                _ => 0,
             })
-            .map(|r| r.len() as u64)
             .sum();
         let too_big = input_len.saturating_add(computed) > write::PROTO_LIMIT / 2 && {
             let rest = self.proto.encoded_len().saturating_sub(orig.encoded_len());
@@ -1287,7 +1289,7 @@ fn rebuild_node<'a>(
     } {
         np = with_bodies(np, b);
     }
-    Ok(NodeOut::Record(Rec::owned(np)))
+    Ok(NodeOut::built(&np))
 }
 
 /// `np` with the graph-valued attributes named in `bodies` replaced.
@@ -1358,7 +1360,7 @@ fn rebuild_graph<'a>(
             (NodeKind::Const(t), Origin::OnnxInitializer(i)) => {
                 let rec = match (n.dirty, records.inits.get(i)) {
                     (false, Some(t)) => write::Out::Encoded(t),
-                    _ => write::Out::Record(Rec::owned(tensor_to_proto(t, &n.outputs[0].name))),
+                    _ => new_tensor(t, &n.outputs[0].name),
                 };
                 inits.push((i as u64, rec));
             }
@@ -1368,10 +1370,7 @@ fn rebuild_graph<'a>(
                     .first()
                     .map(|v| v.name.as_str())
                     .unwrap_or(&n.name);
-                inits.push((
-                    u64::MAX,
-                    write::Out::Record(Rec::owned(tensor_to_proto(t, name))),
-                ));
+                inits.push((u64::MAX, new_tensor(t, name)));
             }
             _ => out
                 .node
@@ -1397,13 +1396,22 @@ fn rebuild_graph<'a>(
     out.initializer = inits.into_iter().map(|(_, t)| t).collect();
     // value_info: originals of values that still exist, updated where a pass changed the type;
     // then new entries for values whose type a pass set.
+    // Only the values the original record declares are looked up by name.
+    let declared: HashSet<&str> = orig
+        .value_info
+        .iter()
+        .chain(orig.output.iter())
+        .map(|v| v.name())
+        .collect();
     let mut live: HashMap<&str, (&crate::ir::Value, NodeIndex)> = HashMap::default();
-    live.reserve(graph.g.node_count());
+    live.reserve(declared.len());
     for ix in graph.g.node_indices() {
         let n = graph.node(ix);
         if matches!(n.kind, NodeKind::Op | NodeKind::Const(_)) {
             for v in &n.outputs {
-                live.insert(v.name.as_str(), (v, ix));
+                if declared.contains(v.name.as_str()) {
+                    live.insert(v.name.as_str(), (v, ix));
+                }
             }
         }
     }
@@ -1418,10 +1426,13 @@ fn rebuild_graph<'a>(
         if let Some((v, _)) = live.get(vi.name()) {
             seen.insert(vi.name());
             if v.ty_changed {
-                out.value_info
-                    .push(Rec::owned(value_info_proto(vi.name(), &v.ty, Some(vi))));
+                out.value_info.push(write::Out::built(&value_info_proto(
+                    vi.name(),
+                    &v.ty,
+                    Some(vi),
+                )));
             } else {
-                out.value_info.push(Rec::Borrowed(vi));
+                out.value_info.push(write::Out::Record(Rec::Borrowed(vi)));
             }
         }
     }
@@ -1440,7 +1451,7 @@ fn rebuild_graph<'a>(
             {
                 seen.insert(v.name.as_str());
                 out.value_info
-                    .push(Rec::owned(value_info_proto(&v.name, &v.ty, None)));
+                    .push(write::Out::built(&value_info_proto(&v.name, &v.ty, None)));
             }
         }
     }
@@ -1454,6 +1465,20 @@ fn rebuild_graph<'a>(
         }
     }
     Ok(out)
+}
+
+/// A computed initializer to write: kept encoded when small; a big one stays a record whose
+/// bytes are the tensor's own (written, or moved to external data, without a copy here).
+fn new_tensor<'a>(t: &Tensor, name: &str) -> write::InitOut<'a> {
+    let t = tensor_to_proto(t, name);
+    if t.raw_data
+        .as_ref()
+        .is_some_and(|r| r.len() >= write::EXTERNAL_MIN)
+    {
+        write::Out::Record(Rec::owned(t))
+    } else {
+        write::Out::built(&t)
+    }
 }
 
 /// The external data files a model references that a save to `to` copies beside it (when

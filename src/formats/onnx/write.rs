@@ -98,6 +98,9 @@ impl<M> AsRef<M> for Rec<'_, M> {
 pub enum Out<'a, M> {
     /// Unchanged: the bytes of the record read.
     Encoded(&'a Bytes),
+    /// Rebuilt or new, kept encoded (a few dozen bytes, where the decoded record is a few
+    /// hundred in several allocations).
+    Built(Bytes),
     /// Rebuilt, new, or read decoded.
     Record(Rec<'a, M>),
 }
@@ -108,10 +111,25 @@ pub type NodeOut<'a> = Out<'a, NodeProto>;
 pub type InitOut<'a> = Out<'a, TensorProto>;
 
 impl<M: Message + Default + Clone> Out<'_, M> {
+    /// A rebuilt or new record, kept encoded.
+    pub fn built(m: &M) -> Self {
+        Out::Built(Bytes::from(m.encode_to_vec()))
+    }
+
+    /// The record's bytes when it is kept encoded.
+    pub fn encoded(&self) -> Option<&Bytes> {
+        match self {
+            Out::Encoded(b) => Some(b),
+            Out::Built(b) => Some(b),
+            Out::Record(_) => None,
+        }
+    }
+
     /// The decoded record (an encoded one is decoded).
     pub fn into_owned(self) -> Result<M, prost::DecodeError> {
         match self {
             Out::Encoded(b) => M::decode(b.clone()),
+            Out::Built(b) => M::decode(b),
             Out::Record(r) => Ok(r.into_owned()),
         }
     }
@@ -123,8 +141,12 @@ impl<M: Message + Default + Clone> Out<'_, M> {
         pred: impl FnOnce(&M) -> bool,
     ) -> Result<Option<&mut M>, prost::DecodeError> {
         match self {
-            Out::Encoded(b) => {
-                let m = M::decode((*b).clone())?;
+            Out::Encoded(_) | Out::Built(_) => {
+                let m = match self {
+                    Out::Encoded(b) => M::decode((*b).clone())?,
+                    Out::Built(b) => M::decode(b.clone())?,
+                    Out::Record(_) => return Ok(None),
+                };
                 if !pred(&m) {
                     return Ok(None);
                 }
@@ -138,22 +160,27 @@ impl<M: Message + Default + Clone> Out<'_, M> {
         }
         Ok(match self {
             Out::Record(r) => Some(r.to_mut()),
-            Out::Encoded(_) => None,
+            Out::Encoded(_) | Out::Built(_) => None,
         })
     }
 
     /// True for a rebuilt or new record.
     pub fn is_owned(&self) -> bool {
-        matches!(self, Out::Record(r) if r.is_owned())
+        match self {
+            Out::Encoded(_) => false,
+            Out::Built(_) => true,
+            Out::Record(r) => r.is_owned(),
+        }
     }
 
     /// The length of the record's field `tag` (key and length included).
     fn field_len(&self, tag: u32) -> usize {
-        match self {
-            Out::Encoded(b) => {
+        match (self.encoded(), self) {
+            (Some(b), _) => {
                 encoding::key_len(tag) + encoding::encoded_len_varint(b.len() as u64) + b.len()
             }
-            Out::Record(r) => encoding::message::encoded_len(tag, r.as_ref()),
+            (None, Out::Record(r)) => encoding::message::encoded_len(tag, r.as_ref()),
+            (None, _) => 0,
         }
     }
 }
@@ -195,7 +222,7 @@ pub struct GraphOut<'a> {
     /// Initializers in the order to write.
     pub initializer: Vec<InitOut<'a>>,
     /// `value_info` entries.
-    pub value_info: Vec<Rec<'a, ValueInfoProto>>,
+    pub value_info: Vec<Out<'a, ValueInfoProto>>,
     /// Graph outputs (a pass may refine their types).
     pub output: Vec<Rec<'a, ValueInfoProto>>,
 }
@@ -215,7 +242,11 @@ impl<'a> GraphOut<'a> {
                 .iter()
                 .map(|t| Out::Record(Rec::Borrowed(t)))
                 .collect(),
-            value_info: g.value_info.iter().map(Rec::Borrowed).collect(),
+            value_info: g
+                .value_info
+                .iter()
+                .map(|v| Out::Record(Rec::Borrowed(v)))
+                .collect(),
             output: g.output.iter().map(Rec::Borrowed).collect(),
         }
     }
@@ -231,7 +262,11 @@ impl<'a> GraphOut<'a> {
             base: g,
             node: nodes.iter().map(Out::Encoded).collect(),
             initializer: inits.iter().map(Out::Encoded).collect(),
-            value_info: g.value_info.iter().map(Rec::Borrowed).collect(),
+            value_info: g
+                .value_info
+                .iter()
+                .map(|v| Out::Record(Rec::Borrowed(v)))
+                .collect(),
             output: g.output.iter().map(Rec::Borrowed).collect(),
         }
     }
@@ -254,7 +289,7 @@ impl<'a> GraphOut<'a> {
             doc_string: self.base.doc_string.clone(),
             input: self.base.input.clone(),
             output: own(self.output),
-            value_info: own(self.value_info),
+            value_info: decode(self.value_info)?,
             quantization_annotation: self.base.quantization_annotation.clone(),
             metadata_props: self.base.metadata_props.clone(),
         })
@@ -281,7 +316,11 @@ impl<'a> GraphOut<'a> {
                 .map_or(0, |v| string::encoded_len(10, v))
             + message::encoded_len_repeated(11, &b.input)
             + msgs(12, &self.output)
-            + msgs(13, &self.value_info)
+            + self
+                .value_info
+                .iter()
+                .map(|v| v.field_len(13))
+                .sum::<usize>()
             + message::encoded_len_repeated(14, &b.quantization_annotation)
             + message::encoded_len_repeated(15, &b.sparse_initializer)
             + message::encoded_len_repeated(16, &b.metadata_props)
@@ -290,15 +329,19 @@ impl<'a> GraphOut<'a> {
     /// Every external-data `location` the graph refers to (subgraphs included).
     pub fn external_locations(&self, out: &mut Vec<String>) {
         for t in &self.initializer {
-            match t {
-                Out::Encoded(b) => encoded_tensor_location(b, out),
-                Out::Record(r) => out.extend(super::tensor::tensor_location(r).map(str::to_string)),
+            match (t.encoded(), t) {
+                (Some(b), _) => encoded_tensor_location(b, out),
+                (None, Out::Record(r)) => {
+                    out.extend(super::tensor::tensor_location(r).map(str::to_string))
+                }
+                (None, _) => {}
             }
         }
         for n in &self.node {
-            match n {
-                Out::Encoded(b) => encoded_node_locations(b, out),
-                Out::Record(r) => super::tensor::node_external_locations(r, out),
+            match (n.encoded(), n) {
+                (Some(b), _) => encoded_node_locations(b, out),
+                (None, Out::Record(r)) => super::tensor::node_external_locations(r, out),
+                (None, _) => {}
             }
         }
     }
@@ -523,42 +566,49 @@ impl<'a> StreamWriter<'a> {
         Ok(())
     }
 
+    /// Writes records as field `tag`: encoded ones as they are, decoded ones by `record`.
+    fn outs<M: Message + Default + Clone>(
+        &mut self,
+        tag: u32,
+        outs: &[Out<'_, M>],
+        mut record: impl FnMut(&mut Self, &M) -> io::Result<()>,
+    ) -> io::Result<()> {
+        for o in outs {
+            match (o.encoded(), o) {
+                (Some(rec), _) => {
+                    self.message_header(tag, rec.len());
+                    self.bytes(rec)?;
+                }
+                (None, Out::Record(r)) => record(self, r)?,
+                (None, _) => {}
+            }
+        }
+        Ok(())
+    }
+
     fn graph(&mut self, g: &GraphOut<'_>) -> io::Result<()> {
         use encoding::string;
         let b = g.base;
-        for n in &g.node {
-            match n {
-                Out::Encoded(rec) => {
-                    self.message_header(1, rec.len());
-                    self.bytes(rec)?;
-                }
-                Out::Record(r) => {
-                    encoding::message::encode(1, r.as_ref(), &mut self.buf);
-                    self.maybe_flush()?;
-                }
-            }
-        }
+        self.outs(1, &g.node, |w, r| {
+            encoding::message::encode(1, r, &mut w.buf);
+            w.maybe_flush()
+        })?;
         if let Some(v) = &b.name {
             string::encode(2, v, &mut self.buf);
         }
-        for t in &g.initializer {
-            match t {
-                Out::Encoded(rec) => {
-                    self.message_header(5, rec.len());
-                    self.bytes(rec)?;
-                }
-                Out::Record(t) => {
-                    self.message_header(5, t.encoded_len());
-                    self.tensor(t)?;
-                }
-            }
-        }
+        self.outs(5, &g.initializer, |w, t| {
+            w.message_header(5, t.encoded_len());
+            w.tensor(t)
+        })?;
         if let Some(v) = &b.doc_string {
             string::encode(10, v, &mut self.buf);
         }
         self.messages(11, &b.input)?;
         self.cow_messages(12, &g.output)?;
-        self.cow_messages(13, &g.value_info)?;
+        self.outs(13, &g.value_info, |w, v| {
+            encoding::message::encode(13, v, &mut w.buf);
+            w.maybe_flush()
+        })?;
         self.messages(14, &b.quantization_annotation)?;
         self.messages(15, &b.sparse_initializer)?;
         self.messages(16, &b.metadata_props)
@@ -649,10 +699,8 @@ pub fn externalize(
     let mut out = Vec::new();
     let mut offset = 0u64;
     for t in g.initializer.iter_mut() {
-        if let Out::Encoded(b) = t {
-            if b.len() < EXTERNAL_MIN {
-                continue;
-            }
+        if t.encoded().is_some_and(|b| b.len() < EXTERNAL_MIN) {
+            continue;
         }
         // An encoded record is decoded to look (a record that does not decode was refused when
         // the model was read; it is written as it is).
