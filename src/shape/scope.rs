@@ -169,11 +169,7 @@ fn onnx_bodies(
                 body.proto
                     .node
                     .get(k)
-                    .filter(|n| {
-                        n.attribute
-                            .iter()
-                            .any(|a| a.g.is_some() || !a.graphs.is_empty())
-                    })
+                    .filter(|n| crate::formats::onnx::holds_bodies(n))
                     .map(Cow::Borrowed)
             };
             onnx_bodies(

@@ -479,9 +479,9 @@ impl OnnxModel {
     }
 }
 
-/// Decodes a model, keeping the main graph's node records encoded: `(model without
-/// graph.node, node records)`. Each record is a slice of `bytes` (nothing is copied); every
-/// other field is decoded by prost, one field at a time, with the graph's repeated fields sized
+/// Decodes a model, keeping the main graph's node and initializer records encoded: `(model
+/// without graph.node and graph.initializer, their records)`. Each record is a slice of `bytes`
+/// (nothing is copied); every other field is decoded by prost, one field at a time, with the graph's repeated fields sized
 /// before decoding (prost grows them by doubling, which for a graph of 300,000 nodes left a
 /// quarter of the decoded model as spare capacity). A file too malformed to walk field by field
 /// is left to prost whole, which decodes it or reports why not.
@@ -498,7 +498,8 @@ fn decode_model(bytes: Bytes) -> std::result::Result<(ModelProto, Records), pros
     Ok((proto, records))
 }
 
-/// [`decode_model`] field by field; `None` when a key, a length or a node record does not walk.
+/// [`decode_model`] field by field; `None` when a key, a length, or a node or initializer
+/// record does not walk.
 #[allow(clippy::type_complexity)]
 fn split_model(
     bytes: &Bytes,
@@ -570,7 +571,7 @@ fn decode_all<M: Message + Default>(
 }
 
 /// True when `n` has a graph-valued attribute.
-fn holds_bodies(n: &NodeProto) -> bool {
+pub(crate) fn holds_bodies(n: &NodeProto) -> bool {
     n.attribute
         .iter()
         .any(|a| a.g.is_some() || !a.graphs.is_empty())

@@ -227,26 +227,19 @@ pub struct GraphOut<'a> {
     pub output: Vec<Rec<'a, ValueInfoProto>>,
 }
 
+/// Every record of `v`, borrowed.
+fn borrowed<M>(v: &[M]) -> Vec<Out<'_, M>> {
+    v.iter().map(|m| Out::Record(Rec::Borrowed(m))).collect()
+}
+
 impl<'a> GraphOut<'a> {
     /// The graph `g` as it is.
     pub fn untouched(g: &'a GraphProto) -> GraphOut<'a> {
         GraphOut {
             base: g,
-            node: g
-                .node
-                .iter()
-                .map(|n| Out::Record(Rec::Borrowed(n)))
-                .collect(),
-            initializer: g
-                .initializer
-                .iter()
-                .map(|t| Out::Record(Rec::Borrowed(t)))
-                .collect(),
-            value_info: g
-                .value_info
-                .iter()
-                .map(|v| Out::Record(Rec::Borrowed(v)))
-                .collect(),
+            node: borrowed(&g.node),
+            initializer: borrowed(&g.initializer),
+            value_info: borrowed(&g.value_info),
             output: g.output.iter().map(Rec::Borrowed).collect(),
         }
     }
@@ -262,11 +255,7 @@ impl<'a> GraphOut<'a> {
             base: g,
             node: nodes.iter().map(Out::Encoded).collect(),
             initializer: inits.iter().map(Out::Encoded).collect(),
-            value_info: g
-                .value_info
-                .iter()
-                .map(|v| Out::Record(Rec::Borrowed(v)))
-                .collect(),
+            value_info: borrowed(&g.value_info),
             output: g.output.iter().map(Rec::Borrowed).collect(),
         }
     }
