@@ -1,6 +1,7 @@
 //! Reading OpenVINO IR: the streaming loader that builds the graph from `<layers>` and `<edges>`.
 
 use super::*;
+use crate::ir::FastMap;
 
 pub(super) fn parse_int(el: El<'_, '_>, attr: &str) -> Option<i64> {
     el.attr(attr)?.trim().parse().ok()
@@ -222,9 +223,10 @@ pub(super) fn check_range(
 
 pub(super) fn output_value(path: &Path, layer: El<'_, '_>, port: El<'_, '_>) -> Result<Value> {
     let dtype = port.attr("precision").and_then(DType::from_ov_name);
-    let mut shape = Vec::new();
-    for d in port.elements().filter(|e| e.name() == "dim") {
-        let t = d.text();
+    let dims = || port.elements().filter(|e| e.name() == "dim");
+    let mut shape = Vec::with_capacity(dims().count());
+    for d in dims() {
+        let t = d.text_cow();
         shape.push(parse_dim(&t).ok_or_else(|| {
             layer_err(
                 path,
@@ -301,7 +303,9 @@ fn merge_parameter_shape(
 pub(super) fn port_ids(path: &Path, layer: El<'_, '_>, group: &str) -> Result<Vec<i64>> {
     let mut ids = Vec::new();
     if let Some(g) = layer.child(group) {
-        for p in g.elements().filter(|e| e.name() == "port") {
+        let ports = || g.elements().filter(|e| e.name() == "port");
+        ids.reserve_exact(ports().count());
+        for p in ports() {
             let id = parse_int(p, "id").ok_or_else(|| {
                 layer_err(path, layer, format!("an <{group}> port has no valid id"))
             })?;
@@ -312,6 +316,34 @@ pub(super) fn port_ids(path: &Path, layer: El<'_, '_>, group: &str) -> Result<Ve
 }
 
 /// Builds the graph from what [`xml::scan`] hands over.
+/// A port id that appears twice in a layer's input and output ids (a few each; sorted when
+/// there are many, so a hostile layer with thousands of ports is not quadratic).
+fn repeated(inputs: &[i64], outputs: &[i64]) -> Option<i64> {
+    let n = inputs.len() + outputs.len();
+    if n <= 32 {
+        let all = || inputs.iter().chain(outputs);
+        return all()
+            .enumerate()
+            .find(|&(k, p)| all().take(k).any(|q| q == p))
+            .map(|(_, &p)| p);
+    }
+    // The first id (in port order) seen before: its position among equal ids sorts it after
+    // the earlier one.
+    let mut ids: Vec<(i64, usize)> = inputs
+        .iter()
+        .chain(outputs)
+        .copied()
+        .enumerate()
+        .map(|(k, p)| (p, k))
+        .collect();
+    ids.sort_unstable();
+    ids.windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .map(|w| w[1])
+        .min_by_key(|&(_, k)| k)
+        .map(|(p, _)| p)
+}
+
 pub(super) struct Loader<'a> {
     path: &'a Path,
     bin_path: PathBuf,
@@ -319,7 +351,7 @@ pub(super) struct Loader<'a> {
     version: u32,
     graph: Graph,
     records: Vec<LayerRecord>,
-    by_id: HashMap<i64, (usize, NodeIndex)>,
+    by_id: FastMap<i64, (usize, NodeIndex)>,
     layer_srcs: Vec<LayerSrc>,
     offset_tags: Vec<OffsetTag>,
     body_consts: Vec<(u64, u64)>,
@@ -371,13 +403,8 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
         check_element_types(path, el)?;
         let input_ports = port_ids(path, el, "input")?;
         let output_ports = port_ids(path, el, "output")?;
-        {
-            let mut seen = HashSet::new();
-            for p in input_ports.iter().chain(output_ports.iter()) {
-                if !seen.insert(*p) {
-                    return Err(layer_err(path, el, format!("port id {p} is used twice")));
-                }
-            }
+        if let Some(p) = repeated(&input_ports, &output_ports) {
+            return Err(layer_err(path, el, format!("port id {p} is used twice")));
         }
         let mut node = Node::op(
             el.attr("name").unwrap_or_default(),
@@ -389,13 +416,16 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
         node.dirty = false;
         node.num_inputs = input_ports.len();
         if let Some(data) = el.child("data") {
-            node.attrs = data
-                .attrs()
-                .map(|(k, v)| (k.to_string(), Attr::String(v.to_string())))
-                .collect();
+            node.attrs.reserve_exact(data.attrs().count());
+            node.attrs.extend(
+                data.attrs()
+                    .map(|(k, v)| (k.to_string(), Attr::String(v.to_string()))),
+            );
         }
         if let Some(out) = el.child("output") {
-            for p in out.elements().filter(|e| e.name() == "port") {
+            let ports = || out.elements().filter(|e| e.name() == "port");
+            node.outputs.reserve_exact(ports().count());
+            for p in ports() {
                 node.outputs.push(output_value(path, el, p)?);
             }
         }
@@ -499,7 +529,7 @@ impl OvModel {
             n.min(text.len() / min_len)
         };
         let (layers, edges) = (count(b"<layer ", 100), count(b"<edge ", 32));
-        let mut by_id = HashMap::new();
+        let mut by_id = FastMap::default();
         by_id.reserve(layers);
         let mut loader = Loader {
             path,
@@ -563,13 +593,13 @@ impl OvModel {
             return Err(bad_edge(path, &source, span));
         }
         drop(by_id);
-        graph.topo_order().map_err(|c| Error::Node {
+        let order = graph.topo_order().map_err(|c| Error::Node {
             path: path.to_path_buf(),
             node: c.0,
             op: String::new(),
             message: "the graph has a cycle through this layer".into(),
         })?;
-        dynamic_rank_downstream(&mut graph);
+        dynamic_rank_downstream(&mut graph, order);
         let loaded_nodes = graph.g.node_count();
         let loaded_edges = graph.g.edge_count();
         Ok(OvModel {
@@ -598,11 +628,8 @@ pub(super) type PortRef = (NodeIndex, usize, i64);
 /// OpenVINO writes a dynamic-rank port with no `<dim>`s, exactly as a scalar. Below a
 /// dynamic-rank Parameter, a dim-less output of an op is therefore read as "rank unknown" (a
 /// scalar there loses its rank, which is safe; the reverse would be wrong).
-fn dynamic_rank_downstream(graph: &mut Graph) {
-    let Ok(order) = graph.topo_order() else {
-        return;
-    };
-    let mut dynamic: HashSet<NodeIndex> = HashSet::new();
+fn dynamic_rank_downstream(graph: &mut Graph, order: Vec<NodeIndex>) {
+    let mut dynamic: crate::ir::FastSet<NodeIndex> = Default::default();
     for ix in order {
         let node = graph.node(ix);
         let is_param = node.kind == NodeKind::Op && node.op_type == "Parameter";
@@ -684,7 +711,7 @@ pub(super) fn resolve_edge(
     path: &Path,
     source: &[u8],
     e: &EdgeSrc,
-    by_id: &HashMap<i64, (usize, NodeIndex)>,
+    by_id: &FastMap<i64, (usize, NodeIndex)>,
     records: &[LayerRecord],
     srcs: &[LayerSrc],
 ) -> Result<(PortRef, PortRef)> {
@@ -729,4 +756,27 @@ pub(super) fn resolve_edge(
             )
         })?;
     Ok(((fix, src, fp), (tix, dst, tp)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeated;
+
+    #[test]
+    fn a_port_id_used_twice_is_found_among_few_and_many_ports() {
+        assert_eq!(repeated(&[0, 1], &[2]), None);
+        assert_eq!(repeated(&[0, 1], &[1]), Some(1));
+        assert_eq!(repeated(&[3, 3], &[]), Some(3));
+        // Many ports (the sorting path): the first repeat in port order is named.
+        let inputs: Vec<i64> = (0..100).collect();
+        let outputs: Vec<i64> = (100..200).collect();
+        assert_eq!(repeated(&inputs, &outputs), None);
+        let mut dup = outputs.clone();
+        dup[50] = 7;
+        dup[60] = 3;
+        assert_eq!(repeated(&inputs, &dup), Some(7));
+        // 110 at outputs 10 and 20: port 120 comes before port 150.
+        dup[20] = 110;
+        assert_eq!(repeated(&inputs, &dup), Some(110));
+    }
 }

@@ -2,6 +2,8 @@
 
 use super::read::packed_size;
 use super::*;
+use petgraph::visit::{EdgeIndexable, NodeIndexable};
+use std::borrow::Cow;
 
 /// The IR `precision` name of a port of element type `d`.
 pub(super) fn precision_name(d: DType) -> String {
@@ -109,13 +111,18 @@ pub(super) fn copy_range(
     res
 }
 
-/// The XML identity a node gets in the written file.
+/// The XML identity a node gets in the written file (an original layer's port lists are
+/// borrowed from its record while the node has as many ports as the layer had).
 #[derive(Debug, Clone)]
-pub(super) struct Placed {
+pub(super) struct Placed<'a> {
     id: i64,
-    inputs: Vec<i64>,
-    outputs: Vec<i64>,
+    inputs: Cow<'a, [i64]>,
+    outputs: Cow<'a, [i64]>,
 }
+
+/// Where each node is placed, indexed by node index (dense: a 600,000-layer model looks
+/// nodes up millions of times while writing).
+type Places<'a> = Vec<Option<Placed<'a>>>;
 
 /// The kept ranges of the original `.bin` and where they go in the written one.
 #[derive(Debug, Default)]
@@ -284,11 +291,16 @@ impl<'a> Writer<'a> {
             op: String::new(),
             message: "the graph has a cycle through this node".into(),
         })?;
-        let topo_pos: HashMap<NodeIndex, usize> =
-            order.iter().enumerate().map(|(i, &ix)| (ix, i)).collect();
+        // Tables by node index and by layer: vectors, not hash maps (see `Places`).
+        let bound = g.g.node_bound();
+        let mut topo_pos = vec![usize::MAX; bound];
+        for (i, &ix) in order.iter().enumerate() {
+            topo_pos[ix.index()] = i;
+        }
 
         // Which node each original layer became (a second node claiming the same origin is new).
-        let mut by_layer: HashMap<usize, NodeIndex> = HashMap::new();
+        let mut by_layer: Vec<Option<NodeIndex>> = vec![None; m.layers.len()];
+        let mut original_of: Vec<Option<usize>> = vec![None; bound];
         for &ix in &order {
             let n = g.node(ix);
             match n.kind {
@@ -302,22 +314,33 @@ impl<'a> Writer<'a> {
                 _ => {}
             }
             if let Origin::OvLayer(i) = n.origin {
-                if i < m.layers.len() {
-                    by_layer.entry(i).or_insert(ix);
+                if let Some(slot @ None) = by_layer.get_mut(i) {
+                    *slot = Some(ix);
+                    original_of[ix.index()] = Some(i);
                 }
             }
         }
-        let original_of: HashMap<NodeIndex, usize> =
-            by_layer.iter().map(|(&i, &ix)| (ix, i)).collect();
+        let original = |ix: NodeIndex| original_of.get(ix.index()).copied().flatten();
 
         // Ids: originals keep theirs; new layers and new ports get fresh ones.
         let mut next_id = m.layers.iter().map(|r| r.id).max().unwrap_or(-1);
-        let mut placed: HashMap<NodeIndex, Placed> = HashMap::new();
+        let mut placed: Places = vec![None; bound];
         for &ix in &order {
             let n = g.node(ix);
-            let p = match original_of.get(&ix) {
-                Some(&i) => {
+            let p = match original(ix) {
+                Some(i) => {
                     let r = &m.layers[i];
+                    let ports = |had: &'a [i64], want: usize, fresh: &mut dyn FnMut() -> i64| {
+                        if had.len() == want {
+                            Cow::Borrowed(had)
+                        } else {
+                            Cow::Owned(
+                                (0..want)
+                                    .map(|k| had.get(k).copied().unwrap_or_else(&mut *fresh))
+                                    .collect(),
+                            )
+                        }
+                    };
                     let mut next_port = r
                         .input_ports
                         .iter()
@@ -329,12 +352,8 @@ impl<'a> Writer<'a> {
                         next_port = next_port.saturating_add(1);
                         next_port
                     };
-                    let inputs: Vec<i64> = (0..n.num_inputs)
-                        .map(|k| r.input_ports.get(k).copied().unwrap_or_else(&mut fresh))
-                        .collect();
-                    let outputs: Vec<i64> = (0..n.outputs.len())
-                        .map(|k| r.output_ports.get(k).copied().unwrap_or_else(&mut fresh))
-                        .collect();
+                    let inputs = ports(&r.input_ports, n.num_inputs, &mut fresh);
+                    let outputs = ports(&r.output_ports, n.outputs.len(), &mut fresh);
                     Placed {
                         id: r.id,
                         inputs,
@@ -351,7 +370,7 @@ impl<'a> Writer<'a> {
                     }
                 }
             };
-            placed.insert(ix, p);
+            placed[ix.index()] = Some(p);
         }
 
         // Layers needing a rebuilt element.
@@ -359,7 +378,7 @@ impl<'a> Writer<'a> {
             |ix: NodeIndex, port: usize| g.node(ix).outputs.get(port).is_some_and(|v| v.ty_changed);
         let needs_rebuild = |ix: NodeIndex| -> bool {
             let n = g.node(ix);
-            let Some(&i) = original_of.get(&ix) else {
+            let Some(i) = original(ix) else {
                 return true;
             };
             let r = &m.layers[i];
@@ -379,7 +398,7 @@ impl<'a> Writer<'a> {
             let Origin::OvLayer(i) = n.origin else {
                 continue;
             };
-            let original = original_of.get(&ix) == Some(&i);
+            let original = original(ix) == Some(i);
             if let Some(range) = m.layers.get(i).and_then(|r| r.const_range) {
                 match &n.kind {
                     _ if original && !needs_rebuild(ix) => refs.push(range),
@@ -421,8 +440,8 @@ impl<'a> Writer<'a> {
 
         // <layers>
         for (i, ls) in m.layer_srcs.iter().enumerate() {
-            match by_layer.get(&i) {
-                Some(&ix) if needs_rebuild(ix) => {
+            match by_layer.get(i).copied().flatten() {
+                Some(ix) if needs_rebuild(ix) => {
                     let (sub, base) = materialize(&m.path, source, ls.span.clone())?;
                     let mut rebuilt = self.layer_element(ix, Some(&base), &placed, self.depth)?;
                     // Its own `<data>` is set already; its body's constants are not.
@@ -484,9 +503,9 @@ impl<'a> Writer<'a> {
         let mut new_nodes: Vec<NodeIndex> = order
             .iter()
             .copied()
-            .filter(|ix| !original_of.contains_key(ix))
+            .filter(|&ix| original(ix).is_none())
             .collect();
-        new_nodes.sort_by_key(|ix| topo_pos.get(ix).copied().unwrap_or(usize::MAX));
+        new_nodes.sort_by_key(|ix| topo_pos[ix.index()]);
         let mut new_layers = Vec::with_capacity(new_nodes.len());
         for ix in new_nodes {
             new_layers.push(self.layer_element(ix, None, &placed, self.depth)?);
@@ -498,45 +517,51 @@ impl<'a> Writer<'a> {
         }
 
         // <edges>: keep the original edge elements whose graph edge still exists.
-        let mut covered: HashSet<EdgeIndex> = HashSet::new();
-        let id_to_layer: HashMap<i64, usize> = m
-            .layers
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.id, i))
-            .collect();
-        let find_edge =
-            |[fl, fp, tl, tp]: [i64; 4], covered: &HashSet<EdgeIndex>| -> Option<EdgeIndex> {
-                let fl = id_to_layer.get(&fl)?;
-                let tl = id_to_layer.get(&tl)?;
-                let src = *by_layer.get(fl)?;
-                let dst = *by_layer.get(tl)?;
-                let sp = placed.get(&src)?.outputs.iter().position(|&p| p == fp)?;
-                let dp = placed.get(&dst)?.inputs.iter().position(|&p| p == tp)?;
-                // Through the inputs of `dst` (a few), not the outputs of `src` (maybe many).
-                g.g.edges_directed(dst, Direction::Incoming)
-                    .find(|x| {
-                        x.source() == src
-                            && x.weight().src_port == sp
-                            && x.weight().dst_port == dp
-                            && !covered.contains(&x.id())
-                    })
-                    .map(|x| x.id())
-            };
+        // Edges already written, by edge index.
+        let mut covered = vec![false; g.g.edge_bound()];
+        let mut id_to_layer: crate::ir::FastMap<i64, usize> = crate::ir::FastMap::default();
+        id_to_layer.reserve(m.layers.len());
+        for (i, r) in m.layers.iter().enumerate() {
+            id_to_layer.insert(r.id, i);
+        }
+        let place = |ix: NodeIndex| placed.get(ix.index()).and_then(Option::as_ref);
+        let find_edge = |[fl, fp, tl, tp]: [i64; 4], covered: &[bool]| -> Option<EdgeIndex> {
+            let src = by_layer.get(*id_to_layer.get(&fl)?).copied().flatten()?;
+            let dst = by_layer.get(*id_to_layer.get(&tl)?).copied().flatten()?;
+            let sp = place(src)?.outputs.iter().position(|&p| p == fp)?;
+            let dp = place(dst)?.inputs.iter().position(|&p| p == tp)?;
+            // Through the inputs of `dst` (a few), not the outputs of `src` (maybe many).
+            g.g.edges_directed(dst, Direction::Incoming)
+                .find(|x| {
+                    x.source() == src
+                        && x.weight().src_port == sp
+                        && x.weight().dst_port == dp
+                        && !covered.get(x.id().index()).copied().unwrap_or(true)
+                })
+                .map(|x| x.id())
+        };
         for e in &m.edge_srcs {
             match find_edge(e.ends, &covered) {
                 Some(id) => {
-                    covered.insert(id);
+                    if let Some(c) = covered.get_mut(id.index()) {
+                        *c = true;
+                    }
                 }
                 None => splices.push((drop_range(source, e.gap, &e.span), String::new())),
             }
         }
         let mut new_edges: Vec<(usize, usize, EdgeIndex)> = (&g.g)
             .edge_references()
-            .filter(|e| !covered.contains(&e.id()) && e.weight().dst_port != Wire::CAPTURED)
+            .filter(|e| {
+                !covered.get(e.id().index()).copied().unwrap_or(false)
+                    && e.weight().dst_port != Wire::CAPTURED
+            })
             .map(|e| {
                 (
-                    topo_pos.get(&e.target()).copied().unwrap_or(usize::MAX),
+                    topo_pos
+                        .get(e.target().index())
+                        .copied()
+                        .unwrap_or(usize::MAX),
                     e.weight().dst_port,
                     e.id(),
                 )
@@ -549,7 +574,7 @@ impl<'a> Writer<'a> {
                 continue;
             };
             let w = g.g[id];
-            let (Some(ps), Some(pt)) = (placed.get(&s), placed.get(&t)) else {
+            let (Some(ps), Some(pt)) = (place(s), place(t)) else {
                 continue;
             };
             let (Some(fp), Some(tp)) = (ps.outputs.get(w.src_port), pt.inputs.get(w.dst_port))
@@ -692,13 +717,13 @@ impl<'a> Writer<'a> {
         &mut self,
         ix: NodeIndex,
         base: Option<&Element>,
-        placed: &HashMap<NodeIndex, Placed>,
+        placed: &Places,
         depth: usize,
     ) -> Result<Element> {
         let m = self.m;
         let g = &m.graph;
         let n = g.node(ix);
-        let Some(p) = placed.get(&ix) else {
+        let Some(p) = placed.get(ix.index()).and_then(Option::as_ref) else {
             return Err(self.err(n, "node has no place in the written graph"));
         };
         let mut el = base.cloned().unwrap_or_else(|| Element::new("layer"));

@@ -626,6 +626,17 @@ impl<'f, 's> El<'f, 's> {
             .map(move |i| El { f, i })
     }
 
+    /// [`El::text`], borrowed when the element has at most one piece of character data
+    /// (a `<dim>`'s number), without allocating.
+    pub fn text_cow(&self) -> Cow<'s, str> {
+        let mut pieces = self.f.texts.iter().filter(|(owner, _)| *owner == self.i);
+        match (pieces.next(), pieces.next()) {
+            (None, _) => Cow::Borrowed(""),
+            (Some(&(_, t)), None) => Cow::Borrowed(t),
+            _ => Cow::Owned(self.text()),
+        }
+    }
+
     /// The concatenated character data directly inside this element (raw, as
     /// [`Element::text`]).
     pub fn text(&self) -> String {
