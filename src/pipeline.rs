@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use crate::error::Result;
 use crate::formats::Model;
+use petgraph::stable_graph::NodeIndex;
 
 pub use crate::report::{Change, PassKind, PassReport, Report};
 
@@ -117,25 +118,39 @@ impl Pipeline {
     /// Runs every pass in order on `model`, a graph `depth` bodies deep, then in its bodies.
     pub(crate) fn run_at(&self, model: &mut Model, depth: usize) -> Result<Report> {
         let mut report = Report::default();
-        // Whether the last `infer` left a slice open (see `infer::run_open`): only then can
-        // folding give it more.
-        let mut infer_open = true;
+        // The slices the last `infer` left open (see `infer::run_open`), while no other pass
+        // has rewritten the graph since (`None`: not known, any slice may be open). Only an
+        // open slice downstream of a folded node can gain from inferring again.
+        let mut open: Option<Vec<NodeIndex>> = None;
         for &pass in &self.passes {
             let start = Instant::now();
             let mut pr = PassReport::new(pass, self.details);
             match pass {
-                PassKind::Infer => infer_open = crate::passes::infer::run_open(model, &mut pr)?,
+                PassKind::Infer => open = Some(crate::passes::infer::run_open(model, &mut pr)?),
                 PassKind::Fold => {
-                    crate::passes::fold::run(model, self.fold_limit, &mut pr)?;
+                    let folded = crate::passes::fold::run_listing(model, self.fold_limit, &mut pr)?;
                     // Folding can make slice parameters constant: infer again what it unlocked
-                    // (nothing when every slice was already exact).
-                    if self.passes.contains(&PassKind::Infer) && pr.changed > 0 && infer_open {
-                        infer_open = crate::passes::infer::run_open(model, &mut pr)?;
+                    // (nothing when no open slice is downstream of a folded node).
+                    let unlocked = match &open {
+                        None => !folded.is_empty(),
+                        Some(open) => reaches_any(model.graph(), &folded, open),
+                    };
+                    if self.passes.contains(&PassKind::Infer) && unlocked {
+                        open = Some(crate::passes::infer::run_open(model, &mut pr)?);
                     }
                 }
-                PassKind::Cleanup => crate::passes::cleanup::run(model, &mut pr)?,
-                PassKind::Lower => crate::passes::lower::run(model, &mut pr)?,
-                PassKind::Raise => crate::passes::raise::run(model, &mut pr)?,
+                PassKind::Cleanup => {
+                    crate::passes::cleanup::run(model, &mut pr)?;
+                    open = None;
+                }
+                PassKind::Lower => {
+                    crate::passes::lower::run(model, &mut pr)?;
+                    open = None;
+                }
+                PassKind::Raise => {
+                    crate::passes::raise::run(model, &mut pr)?;
+                    open = None;
+                }
             }
             pr.seconds = start.elapsed().as_secs_f64();
             report.passes.push(pr);
@@ -145,4 +160,46 @@ impl Pipeline {
         }
         Ok(report)
     }
+}
+
+/// Whether some node of `targets` is downstream of a node of `from`: a forward walk from
+/// `from`, linear in the part of the graph it reaches. The nodes of `from` themselves do not
+/// count as targets (a folded node is a constant, no longer a slice).
+fn reaches_any(graph: &crate::ir::Graph, from: &[NodeIndex], targets: &[NodeIndex]) -> bool {
+    use petgraph::visit::NodeIndexable;
+    if from.is_empty() || targets.is_empty() {
+        return false;
+    }
+    let bound = graph.g.node_bound();
+    let mut target = vec![false; bound];
+    for t in targets {
+        if let Some(slot) = target.get_mut(t.index()) {
+            *slot = true;
+        }
+    }
+    let mut seen = vec![false; bound];
+    let mut todo: Vec<NodeIndex> = Vec::with_capacity(from.len());
+    for &f in from {
+        if let Some(slot) = seen.get_mut(f.index()) {
+            *slot = true;
+            todo.push(f);
+        }
+    }
+    while let Some(ix) = todo.pop() {
+        for next in graph
+            .g
+            .neighbors_directed(ix, petgraph::Direction::Outgoing)
+        {
+            let i = next.index();
+            if seen.get(i).copied().unwrap_or(true) {
+                continue;
+            }
+            seen[i] = true;
+            if target[i] {
+                return true;
+            }
+            todo.push(next);
+        }
+    }
+    false
 }

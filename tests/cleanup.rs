@@ -264,6 +264,104 @@ fn infer_runs_again_for_a_slice_folding_made_exact() {
     assert_eq!(output_dims(&run(vec![Infer, Fold]), "y"), ["n", "50"]);
 }
 
+/// Issue 19: the second `infer` runs only when an open slice is downstream of a folded node,
+/// and then reaches it through other ops. `y = x[:, s:]` with `s = Identity(t[150:151])`
+/// (folding `t[150:151]` makes `s` known: ONNX Slice on x[n, 200] gives [n, 50]);
+/// `z = w[:, 1:]` with `w` of unknown rank is skipped by `infer` (so left open) but is
+/// downstream of nothing folded. With only `z` and an unrelated fold, `fold`'s report lists no
+/// node that a second `infer` would have skipped again; with `y` too, it lists `y`'s new shape.
+#[test]
+fn infer_runs_again_only_downstream_of_a_folded_node() {
+    use slice_opt::pipeline::PassKind::{Fold, Infer};
+    let table: Vec<i64> = (0..200).collect();
+    let mut x = vi("x", 1, &[0, 200]);
+    if let Some(proto::type_proto::Value::TensorType(t)) =
+        x.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        if let Some(s) = t.shape.as_mut() {
+            s.dim[0].value = Some(proto::tensor_shape_proto::dimension::Value::DimParam(
+                "n".into(),
+            ));
+        }
+    }
+    // A float input of unknown rank.
+    let mut w = vi("w", 1, &[]);
+    if let Some(proto::type_proto::Value::TensorType(t)) =
+        w.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.shape = None;
+    }
+    let out = |name: &str| proto::ValueInfoProto {
+        name: Some(name.into()),
+        ..Default::default()
+    };
+    let build = |with_y: bool| {
+        let mut nodes = vec![
+            // Unrelated to any open slice: folds to [151, 152].
+            node("Slice", &["table", "e0", "e2"], &["c"]),
+            node("Slice", &["w", "s0", "big", "ax1"], &["z"]),
+        ];
+        let mut outputs = vec![out("c"), out("z")];
+        if with_y {
+            nodes.push(node("Slice", &["table", "s0", "e0"], &["start"]));
+            nodes.push(node("Identity", &["start"], &["s"]));
+            nodes.push(node("Slice", &["x", "s", "big", "ax1"], &["y"]));
+            outputs.push(out("y"));
+        }
+        model(proto::GraphProto {
+            node: nodes,
+            initializer: vec![
+                i64_tensor("table", &table),
+                i64_tensor("s0", &[150]),
+                i64_tensor("e0", &[151]),
+                i64_tensor("e2", &[153]),
+                i64_tensor("ax1", &[1]),
+                i64_tensor("big", &[i64::MAX]),
+            ],
+            input: vec![x.clone(), w.clone()],
+            output: outputs,
+            ..Default::default()
+        })
+    };
+    let run = |m: &proto::ModelProto| {
+        let onnx = OnnxModel::from_bytes("m.onnx".as_ref(), bytes::Bytes::from(m.encode_to_vec()))
+            .expect("load");
+        let mut model = Model::Onnx(onnx);
+        let report = Pipeline::with_passes(vec![Infer, Fold])
+            .run(&mut model)
+            .expect("pipeline");
+        let Model::Onnx(onnx) = model else {
+            unreachable!("ONNX in, ONNX out")
+        };
+        (onnx.to_proto().expect("encode").encode_to_vec(), report)
+    };
+    let (_, report) = run(&build(false));
+    let infer = &report.passes[0];
+    assert!(
+        infer.skipped.iter().any(|c| c.node == "Slice_z"),
+        "infer left z open: {:?}",
+        infer.skipped
+    );
+    let fold = &report.passes[1];
+    assert_eq!(fold.changes.len(), 1, "{:?}", fold.changes);
+    assert!(
+        fold.skipped.is_empty(),
+        "a second infer ran: {:?}",
+        fold.skipped
+    );
+
+    let (bytes, report) = run(&build(true));
+    assert_eq!(output_dims(&bytes, "y"), ["n", "50"]);
+    let fold = &report.passes[1];
+    assert!(
+        fold.changes
+            .iter()
+            .any(|c| c.node == "Slice_y" && c.what == "shape inferred"),
+        "{:?}",
+        fold.changes
+    );
+}
+
 /// Issue 19: a pipeline without details (what the command line runs unless `-v` or `--report`
 /// asks for the list) counts exactly the changes and skipped nodes a detailed run records, on
 /// every shipped model and every pass, and transforms the model the same way.

@@ -385,6 +385,17 @@ fn become_constant(
 
 /// Folds every foldable node of `model`, in topological order (so chains fold in one run).
 pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()> {
+    run_listing(model, limit, report).map(|_| ())
+}
+
+/// [`run`], also listing the nodes it folded (each became a constant in place, at the same
+/// index).
+pub(crate) fn run_listing(
+    model: &mut Model,
+    limit: u64,
+    report: &mut PassReport,
+) -> Result<Vec<NodeIndex>> {
+    let mut folded = Vec::new();
     let order = model
         .graph()
         .topo_order()
@@ -418,6 +429,7 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
                     after: Some(crate::ir::show_shape(Some(&t.shape))),
                 });
                 become_constant(model.graph_mut(), ix, t, format, &mut dead_inputs);
+                folded.push(ix);
             }
             Err(NoFold::Silent) => {}
             Err(NoFold::Skip(why)) => {
@@ -437,5 +449,5 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
         }
     }
     model.graph_mut().remove_edges(dead_inputs);
-    Ok(())
+    Ok(folded)
 }

@@ -120,11 +120,14 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     run_open(model, report).map(|_| ())
 }
 
-/// [`run`], also saying whether some slice was left open: skipped, or with an output dim
-/// known only by its bounds. Only such a slice can gain from running again after `fold` (an
-/// exact dim, number or expression, is the same whatever folding did upstream).
-pub(crate) fn run_open(model: &mut Model, report: &mut PassReport) -> Result<bool> {
-    let mut open = false;
+/// [`run`], also listing the slices left open: skipped, or with an output dim known only by
+/// its bounds. Only such a slice can gain from running again after `fold` (an exact dim,
+/// number or expression, is the same whatever folding did upstream).
+pub(crate) fn run_open(
+    model: &mut Model,
+    report: &mut PassReport,
+) -> Result<Vec<petgraph::stable_graph::NodeIndex>> {
+    let mut open = Vec::new();
     let order = model
         .graph()
         .topo_order()
@@ -139,7 +142,9 @@ pub(crate) fn run_open(model: &mut Model, report: &mut PassReport) -> Result<boo
         let (name, op) = (node.name.clone(), node.op_type.clone());
         match result {
             Ok((mut ty, dims)) => {
-                open |= dims.iter().any(semantics::Dim::is_unknown);
+                if dims.iter().any(semantics::Dim::is_unknown) {
+                    open.push(ix);
+                }
                 let before = node
                     .outputs
                     .first()
@@ -179,7 +184,7 @@ pub(crate) fn run_open(model: &mut Model, report: &mut PassReport) -> Result<boo
                 })
             }
             Err(DecodeError::Unknown(why)) => {
-                open = true;
+                open.push(ix);
                 report.skip(|| Change {
                     node: name,
                     op,
