@@ -344,6 +344,61 @@ fn repeated(inputs: &[i64], outputs: &[i64]) -> Option<i64> {
         .map(|(p, _)| p)
 }
 
+/// Layer ids to (layer position, node). Most IR files number their layers 0, 1, 2... in order:
+/// while they do, an id is its position and no map is built (a 600,000-layer model looks ids
+/// up twice per edge).
+#[derive(Debug, Default)]
+pub(super) struct LayerIds {
+    /// Nodes by position, while every id so far equals its position.
+    dense: Vec<NodeIndex>,
+    /// Every id, once one differed from its position.
+    map: Option<FastMap<i64, (usize, NodeIndex)>>,
+}
+
+impl LayerIds {
+    fn with_capacity(n: usize) -> LayerIds {
+        LayerIds {
+            dense: Vec::with_capacity(n),
+            map: None,
+        }
+    }
+
+    /// Records layer `i` (layers come in position order) with id `id`; false (and nothing
+    /// changes) when another layer has that id.
+    fn insert(&mut self, id: i64, i: usize, ix: NodeIndex) -> bool {
+        if self.map.is_none() {
+            if usize::try_from(id).is_ok_and(|k| k == i && self.dense.len() == i) {
+                self.dense.push(ix);
+                return true;
+            }
+            let mut m = FastMap::default();
+            m.reserve(self.dense.capacity().max(self.dense.len() + 1));
+            for (k, &n) in self.dense.iter().enumerate() {
+                m.insert(k as i64, (k, n));
+            }
+            self.dense = Vec::new();
+            self.map = Some(m);
+        }
+        match self.map.as_mut().map(|m| m.entry(id)) {
+            Some(std::collections::hash_map::Entry::Vacant(v)) => {
+                v.insert((i, ix));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn get(&self, id: i64) -> Option<(usize, NodeIndex)> {
+        match &self.map {
+            None => {
+                let k = usize::try_from(id).ok()?;
+                self.dense.get(k).map(|&ix| (k, ix))
+            }
+            Some(m) => m.get(&id).copied(),
+        }
+    }
+}
+
 pub(super) struct Loader<'a> {
     path: &'a Path,
     bin_path: PathBuf,
@@ -351,7 +406,7 @@ pub(super) struct Loader<'a> {
     version: u32,
     graph: Graph,
     records: Vec<LayerRecord>,
-    by_id: FastMap<i64, (usize, NodeIndex)>,
+    by_id: LayerIds,
     layer_srcs: Vec<LayerSrc>,
     offset_tags: Vec<OffsetTag>,
     body_consts: Vec<(u64, u64)>,
@@ -477,7 +532,7 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
             self.graph.reserve_name(&v.name);
         }
         let ix = self.graph.add_node(node);
-        if self.by_id.insert(id, (i, ix)).is_some() {
+        if !self.by_id.insert(id, i, ix) {
             return Err(layer_err(path, el, format!("layer id {id} is used twice")));
         }
         self.records.push(LayerRecord {
@@ -529,8 +584,7 @@ impl OvModel {
             n.min(text.len() / min_len)
         };
         let (layers, edges) = (count(b"<layer ", 100), count(b"<edge ", 32));
-        let mut by_id = FastMap::default();
-        by_id.reserve(layers);
+        let by_id = LayerIds::with_capacity(layers);
         let mut loader = Loader {
             path,
             bin_path: bin_path_for(path),
@@ -711,18 +765,18 @@ pub(super) fn resolve_edge(
     path: &Path,
     source: &[u8],
     e: &EdgeSrc,
-    by_id: &FastMap<i64, (usize, NodeIndex)>,
+    by_id: &LayerIds,
     records: &[LayerRecord],
     srcs: &[LayerSrc],
 ) -> Result<(PortRef, PortRef)> {
     let [fl, fp, tl, tp] = e.ends;
     let find = |layer: i64, other: i64| -> Result<(usize, NodeIndex)> {
-        by_id.get(&layer).copied().ok_or_else(|| {
+        by_id.get(layer).ok_or_else(|| {
             let msg = format!(
                 "edge from-layer {fl} port {fp} to-layer {tl} port {tp}: no layer has id {layer}"
             );
-            match by_id.get(&other) {
-                Some(&(i, _)) => layer_i_err(path, source, srcs, i, msg),
+            match by_id.get(other) {
+                Some((i, _)) => layer_i_err(path, source, srcs, i, msg),
                 None => fmt_err(path, msg),
             }
         })
@@ -760,7 +814,41 @@ pub(super) fn resolve_edge(
 
 #[cfg(test)]
 mod tests {
-    use super::repeated;
+    use super::{repeated, LayerIds};
+    use petgraph::stable_graph::NodeIndex;
+
+    #[test]
+    fn layer_ids_in_order_and_out_of_order_resolve_alike() {
+        let n = NodeIndex::new;
+        // 0, 1, 2 in order: positions; then 7 and 3 out of order: a map from then on.
+        let mut ids = LayerIds::with_capacity(4);
+        assert!(ids.insert(0, 0, n(10)));
+        assert!(ids.insert(1, 1, n(11)));
+        assert!(ids.insert(2, 2, n(12)));
+        assert_eq!(ids.get(1), Some((1, n(11))));
+        assert_eq!(ids.get(3), None);
+        assert_eq!(ids.get(-1), None);
+        assert!(ids.insert(7, 3, n(13)));
+        assert!(ids.insert(3, 4, n(14)));
+        assert!(!ids.insert(1, 5, n(15)), "id 1 is taken");
+        assert!(!ids.insert(7, 5, n(15)), "id 7 is taken");
+        for (id, want) in [
+            (0, (0, n(10))),
+            (2, (2, n(12))),
+            (7, (3, n(13))),
+            (3, (4, n(14))),
+        ] {
+            assert_eq!(ids.get(id), Some(want), "id {id}");
+        }
+        assert_eq!(ids.get(4), None);
+        // Starting out of order.
+        let mut ids = LayerIds::default();
+        assert!(ids.insert(5, 0, n(0)));
+        assert!(ids.insert(1, 1, n(1)));
+        assert!(!ids.insert(5, 2, n(2)));
+        assert_eq!(ids.get(5), Some((0, n(0))));
+        assert_eq!(ids.get(0), None);
+    }
 
     #[test]
     fn a_port_id_used_twice_is_found_among_few_and_many_ports() {

@@ -519,15 +519,30 @@ impl<'a> Writer<'a> {
         // <edges>: keep the original edge elements whose graph edge still exists.
         // Edges already written, by edge index.
         let mut covered = vec![false; g.g.edge_bound()];
-        let mut id_to_layer: crate::ir::FastMap<i64, usize> = crate::ir::FastMap::default();
-        id_to_layer.reserve(m.layers.len());
-        for (i, r) in m.layers.iter().enumerate() {
-            id_to_layer.insert(r.id, i);
+        // Layer ids to positions: no map when every id is its position (the usual numbering).
+        let dense_ids = m
+            .layers
+            .iter()
+            .enumerate()
+            .all(|(i, r)| usize::try_from(r.id).is_ok_and(|k| k == i));
+        let mut id_map: crate::ir::FastMap<i64, usize> = crate::ir::FastMap::default();
+        if !dense_ids {
+            id_map.reserve(m.layers.len());
+            for (i, r) in m.layers.iter().enumerate() {
+                id_map.insert(r.id, i);
+            }
         }
+        let layer_of = |id: i64| -> Option<usize> {
+            if dense_ids {
+                usize::try_from(id).ok().filter(|&k| k < m.layers.len())
+            } else {
+                id_map.get(&id).copied()
+            }
+        };
         let place = |ix: NodeIndex| placed.get(ix.index()).and_then(Option::as_ref);
         let find_edge = |[fl, fp, tl, tp]: [i64; 4], covered: &[bool]| -> Option<EdgeIndex> {
-            let src = by_layer.get(*id_to_layer.get(&fl)?).copied().flatten()?;
-            let dst = by_layer.get(*id_to_layer.get(&tl)?).copied().flatten()?;
+            let src = by_layer.get(layer_of(fl)?).copied().flatten()?;
+            let dst = by_layer.get(layer_of(tl)?).copied().flatten()?;
             let sp = place(src)?.outputs.iter().position(|&p| p == fp)?;
             let dp = place(dst)?.inputs.iter().position(|&p| p == tp)?;
             // Through the inputs of `dst` (a few), not the outputs of `src` (maybe many).

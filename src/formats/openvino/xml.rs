@@ -728,6 +728,15 @@ fn reborrow<'s>(src: &'s str, part: &str) -> Option<&'s str> {
     (r.as_ptr() == part.as_ptr()).then_some(r)
 }
 
+/// `part` (bytes the reader handed out of `src`) as a `&str` borrowed from `src`, without
+/// checking the UTF-8 again (the whole text was checked once): `None` when `part` is not a
+/// piece of `src` on character boundaries.
+fn sub_str<'s>(src: &'s str, part: &[u8]) -> Option<&'s str> {
+    let off = (part.as_ptr() as usize).checked_sub(src.as_ptr() as usize)?;
+    let r = src.get(off..off.checked_add(part.len())?)?;
+    (r.as_ptr() == part.as_ptr()).then_some(r)
+}
+
 /// Reads `src` once, start to end, with the same checks and errors as [`Document::parse`],
 /// handing the root, each `<layer>` and each `<edge>` (children of the root's first `<layers>`
 /// and `<edges>`) to `sink` as borrowed fragments. After the first callback error no further
@@ -764,10 +773,15 @@ pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, Scan
             Event::Start(s) | Event::Empty(s) => {
                 let is_empty = matches!(src.get(start..end), Some(t) if t.ends_with("/>"));
                 let qname = s.name();
-                let name = std::str::from_utf8(qname.as_ref()).map_err(|_| {
-                    xml(format!("XML error at byte {start}: tag name is not UTF-8"))
-                })?;
-                let name = reborrow(src, name).unwrap_or_default();
+                let name = match sub_str(src, qname.as_ref()) {
+                    Some(n) => n,
+                    None => {
+                        let n = std::str::from_utf8(qname.as_ref()).map_err(|_| {
+                            xml(format!("XML error at byte {start}: tag name is not UTF-8"))
+                        })?;
+                        reborrow(src, n).unwrap_or_default()
+                    }
+                };
                 let parent_role = stack.last().map(|f| f.role);
                 let role = match parent_role {
                     None if !root_seen => Role::Root,
@@ -789,23 +803,37 @@ pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, Scan
                 attrs.clear();
                 for a in s.attributes() {
                     let a = a.map_err(|e| xml(format!("XML error at byte {start}: {e}")))?;
-                    let key = std::str::from_utf8(a.key.as_ref()).map_err(|_| {
-                        xml(format!(
-                            "XML error at byte {start}: attribute name is not UTF-8"
-                        ))
-                    })?;
-                    let value = a
-                        .unescape_value()
-                        .map_err(|e| xml(format!("XML error at byte {start}: {e}")))?;
+                    let key = match sub_str(src, a.key.as_ref()) {
+                        Some(k) => k,
+                        None => {
+                            let k = std::str::from_utf8(a.key.as_ref()).map_err(|_| {
+                                xml(format!(
+                                    "XML error at byte {start}: attribute name is not UTF-8"
+                                ))
+                            })?;
+                            reborrow(src, k).unwrap_or_default()
+                        }
+                    };
+                    // A value borrowed from the text needs no UTF-8 check, only unescaping
+                    // (which borrows it again unless it holds an entity).
+                    let borrowed = match &a.value {
+                        Cow::Borrowed(b) => sub_str(src, b),
+                        Cow::Owned(_) => None,
+                    };
+                    let value: Cow<'s, str> = match borrowed {
+                        Some(v) => quick_xml::escape::unescape(v).map_err(|e| {
+                            xml(format!(
+                                "XML error at byte {start}: {}",
+                                quick_xml::Error::from(e)
+                            ))
+                        })?,
+                        None => Cow::Owned(
+                            a.unescape_value()
+                                .map_err(|e| xml(format!("XML error at byte {start}: {e}")))?
+                                .into_owned(),
+                        ),
+                    };
                     if keep {
-                        let key = reborrow(src, key).unwrap_or_default();
-                        let value = match value {
-                            Cow::Borrowed(v) => match reborrow(src, v) {
-                                Some(v) => Cow::Borrowed(v),
-                                None => Cow::Owned(v.to_string()),
-                            },
-                            Cow::Owned(v) => Cow::Owned(v),
-                        };
                         attrs.push((key, value));
                     }
                 }
