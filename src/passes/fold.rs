@@ -269,7 +269,7 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
                 data: crate::ir::TensorData::Raw(bytes::Bytes::from(vec![0u8; 4])),
             };
             let value = match n.attr("value") {
-                Some(crate::ir::Attr::Tensor(t)) => t.clone(),
+                Some(crate::ir::Attr::Tensor(t)) => t.as_ref().clone(),
                 None => zero,
                 Some(_) => onnx_tensor_attr(model, ix, "value").ok_or_else(|| {
                     NoFold::Skip("ConstantOfShape value is not a readable tensor".into())
