@@ -211,13 +211,8 @@ fn output_dims(bytes: &[u8], name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Issue 19 keeps the second `infer` after `fold` only for slices the first left open: here
-/// the start of `x[:, t[150]:]` is a slice of a 200-element table, too big to be carried as a
-/// value by propagation, so `infer` alone leaves dim 1 unknown; `fold` makes the start the
-/// constant 150 and `infer` runs again. ONNX Slice semantics on x[n, 200]: [n, 200 - 150].
-#[test]
-fn infer_runs_again_for_a_slice_folding_made_exact() {
-    let table: Vec<i64> = (0..200).collect();
+/// Graph input `x`: float [n, 200].
+fn x_n_by_200() -> proto::ValueInfoProto {
     let mut x = vi("x", 1, &[0, 200]);
     if let Some(proto::type_proto::Value::TensorType(t)) =
         x.r#type.as_mut().and_then(|t| t.value.as_mut())
@@ -228,6 +223,17 @@ fn infer_runs_again_for_a_slice_folding_made_exact() {
             ));
         }
     }
+    x
+}
+
+/// Issue 19 keeps the second `infer` after `fold` only for slices the first left open: here
+/// the start of `x[:, t[150]:]` is a slice of a 200-element table, too big to be carried as a
+/// value by propagation, so `infer` alone leaves dim 1 unknown; `fold` makes the start the
+/// constant 150 and `infer` runs again. ONNX Slice semantics on x[n, 200]: [n, 200 - 150].
+#[test]
+fn infer_runs_again_for_a_slice_folding_made_exact() {
+    let table: Vec<i64> = (0..200).collect();
+    let x = x_n_by_200();
     let m = model(proto::GraphProto {
         node: vec![
             node("Slice", &["table", "s0", "e0"], &["start"]),
@@ -274,16 +280,7 @@ fn infer_runs_again_for_a_slice_folding_made_exact() {
 fn infer_runs_again_only_downstream_of_a_folded_node() {
     use slice_opt::pipeline::PassKind::{Fold, Infer};
     let table: Vec<i64> = (0..200).collect();
-    let mut x = vi("x", 1, &[0, 200]);
-    if let Some(proto::type_proto::Value::TensorType(t)) =
-        x.r#type.as_mut().and_then(|t| t.value.as_mut())
-    {
-        if let Some(s) = t.shape.as_mut() {
-            s.dim[0].value = Some(proto::tensor_shape_proto::dimension::Value::DimParam(
-                "n".into(),
-            ));
-        }
-    }
+    let x = x_n_by_200();
     // A float input of unknown rank.
     let mut w = vi("w", 1, &[]);
     if let Some(proto::type_proto::Value::TensorType(t)) =
