@@ -84,6 +84,8 @@ pub struct OvModel {
     source_file: Option<FileId>,
     /// One record per top-level layer, in document order.
     layers: Vec<LayerRecord>,
+    /// Layer ids to positions in `layers` (and the node each layer was loaded as).
+    layer_ids: read::LayerIds,
     /// Where each top-level layer is in the `.xml` (same order).
     layer_srcs: Vec<LayerSrc>,
     /// `<data>` tags whose `offset` follows the `.bin` compaction (ranges in `layer_srcs`).

@@ -347,7 +347,7 @@ fn repeated(inputs: &[i64], outputs: &[i64]) -> Option<i64> {
 /// Layer ids to (layer position, node). Most IR files number their layers 0, 1, 2... in order:
 /// while they do, an id is its position and no map is built (a 600,000-layer model looks ids
 /// up twice per edge).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct LayerIds {
     /// Nodes by position, while every id so far equals its position.
     dense: Vec<NodeIndex>,
@@ -388,7 +388,8 @@ impl LayerIds {
         }
     }
 
-    fn get(&self, id: i64) -> Option<(usize, NodeIndex)> {
+    /// The position of the layer with id `id`, and the node it was loaded as.
+    pub(super) fn get(&self, id: i64) -> Option<(usize, NodeIndex)> {
         match &self.map {
             None => {
                 let k = usize::try_from(id).ok()?;
@@ -646,7 +647,6 @@ impl OvModel {
         if let Some((_, span)) = bad {
             return Err(bad_edge(path, &source, span));
         }
-        drop(by_id);
         let order = graph.topo_order().map_err(|c| Error::Node {
             path: path.to_path_buf(),
             node: c.0,
@@ -666,6 +666,7 @@ impl OvModel {
             bin_file: None,
             source_file: None,
             layers: records,
+            layer_ids: by_id,
             layer_srcs,
             offset_tags,
             body_consts,

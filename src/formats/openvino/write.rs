@@ -519,26 +519,8 @@ impl<'a> Writer<'a> {
         // <edges>: keep the original edge elements whose graph edge still exists.
         // Edges already written, by edge index.
         let mut covered = vec![false; g.g.edge_bound()];
-        // Layer ids to positions: no map when every id is its position (the usual numbering).
-        let dense_ids = m
-            .layers
-            .iter()
-            .enumerate()
-            .all(|(i, r)| usize::try_from(r.id).is_ok_and(|k| k == i));
-        let mut id_map: crate::ir::FastMap<i64, usize> = crate::ir::FastMap::default();
-        if !dense_ids {
-            id_map.reserve(m.layers.len());
-            for (i, r) in m.layers.iter().enumerate() {
-                id_map.insert(r.id, i);
-            }
-        }
-        let layer_of = |id: i64| -> Option<usize> {
-            if dense_ids {
-                usize::try_from(id).ok().filter(|&k| k < m.layers.len())
-            } else {
-                id_map.get(&id).copied()
-            }
-        };
+        // Layer ids to positions, as the reader resolved them.
+        let layer_of = |id: i64| m.layer_ids.get(id).map(|(i, _)| i);
         let place = |ix: NodeIndex| placed.get(ix.index()).and_then(Option::as_ref);
         let find_edge = |[fl, fp, tl, tp]: [i64; 4], covered: &[bool]| -> Option<EdgeIndex> {
             let src = by_layer.get(layer_of(fl)?).copied().flatten()?;
