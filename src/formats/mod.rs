@@ -192,58 +192,6 @@ pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
     Ok(f)
 }
 
-/// Bytes moved per read and write when [`copy_part`] copies through memory: few syscalls, and
-/// small enough to stay in the CPU's cache. Copying `big_1gb.onnx` (501 ranges) and
-/// `big_1gb.xml`'s `.bin` (about 500 ranges), five runs each: 256 KB took 0.50-0.57 s and
-/// 0.65-0.70 s, 128 KB 0.54-0.59 s and 0.70-1.09 s, 1 MB 0.47-0.98 s and 1.13-1.35 s.
-const COPY_BUF: usize = 256 << 10;
-
-/// Copies `len` bytes of `from`, starting at offset `at`, to `out` at its current position
-/// (advancing it); returns how many bytes were copied: fewer than `len` only when `from` ends
-/// first. `scratch` is the buffer of a copy through memory, kept by the caller across calls.
-///
-/// When the source and output offsets are both page-aligned the kernel copies file to file
-/// (`copy_file_range` on Linux; on a copy-on-write filesystem that is a reflink, no data
-/// moved). Otherwise the bytes go through `scratch`: on ext4 the kernel's copy of a range that
-/// does not start on a page boundary is slower than `pread` + `write` (the two models above:
-/// 0.56-0.62 s and 0.71-0.78 s with `copy_file_range`).
-pub(crate) fn copy_part(
-    from: &std::fs::File,
-    at: u64,
-    len: u64,
-    out: &std::fs::File,
-    scratch: &mut Vec<u8>,
-) -> std::io::Result<u64> {
-    use std::io::{Read, Seek, SeekFrom};
-    const PAGE: u64 = 4096;
-    let mut out_ref = out;
-    let dst = out_ref.stream_position()?;
-    #[cfg(unix)]
-    if at % PAGE != 0 || dst % PAGE != 0 {
-        use std::os::unix::fs::FileExt;
-        if scratch.len() < COPY_BUF {
-            scratch.resize(COPY_BUF, 0);
-        }
-        let mut done = 0u64;
-        while done < len {
-            let want = (len - done).min(COPY_BUF as u64) as usize;
-            let n = match from.read_at(&mut scratch[..want], at + done) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            out_ref.write_all(&scratch[..n])?;
-            done += n as u64;
-        }
-        return Ok(done);
-    }
-    let _ = scratch;
-    let mut src = from;
-    src.seek(SeekFrom::Start(at))?;
-    std::io::copy(&mut src.take(len), &mut out_ref)
-}
-
 /// Resolves `path` (links, `..`) and checks that it is a regular file inside `dir` (also after
 /// resolving), or inside `alt_dir` when given (the directory of the model after resolving its
 /// own links: a model in a cache of linked blobs). Returns the resolved path, or the reason.
@@ -337,57 +285,4 @@ pub fn copy_atomic(from: &Path, to: &Path) -> Result<()> {
         std::io::copy(&mut src, &mut out)?;
         Ok(())
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::{Read, Seek, SeekFrom, Write};
-
-    /// Both ways of `copy_part` (file to file when source and output offsets are page-aligned,
-    /// through the buffer otherwise, in pieces longer than the buffer) copy exactly the bytes
-    /// asked for, after what the output already holds, and stop where the source ends.
-    #[test]
-    fn copy_part_copies_aligned_and_unaligned_ranges() {
-        let data: Vec<u8> = (0..3 * super::COPY_BUF + 5000)
-            .map(|i| (i * 7 % 251) as u8)
-            .collect();
-        let mut src = tempfile::tempfile().unwrap();
-        src.write_all(&data).unwrap();
-        // (source offset, length, bytes already in the output)
-        let cases = [
-            (0usize, data.len(), 0usize),
-            (4096, 2 * super::COPY_BUF, 8192),
-            (4096, 10_000, 3),
-            (13, 2 * super::COPY_BUF + 17, 0),
-            (13, 100, 4096),
-            (data.len() - 10, 0, 5),
-        ];
-        let mut scratch = Vec::new();
-        for (at, len, head) in cases {
-            let mut out = tempfile::tempfile().unwrap();
-            out.write_all(&vec![0xAA; head]).unwrap();
-            let n = super::copy_part(&src, at as u64, len as u64, &out, &mut scratch).unwrap();
-            assert_eq!(n, len as u64, "copied from {at}, {len} bytes");
-            let mut got = Vec::new();
-            out.seek(SeekFrom::Start(0)).unwrap();
-            out.read_to_end(&mut got).unwrap();
-            assert_eq!(got.len(), head + len);
-            assert!(got[..head].iter().all(|&b| b == 0xAA));
-            assert!(
-                got[head..] == data[at..at + len],
-                "copied from {at}, {len} bytes"
-            );
-        }
-        // Past the end of the source: only what is there.
-        for head in [0, 1] {
-            let mut out = tempfile::tempfile().unwrap();
-            out.write_all(&vec![0; head]).unwrap();
-            let at = (data.len() - 100) as u64;
-            assert_eq!(
-                super::copy_part(&src, at, 1000, &out, &mut scratch).unwrap(),
-                100,
-                "output offset {head}"
-            );
-        }
-    }
 }

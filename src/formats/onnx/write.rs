@@ -345,8 +345,6 @@ struct StreamWriter<'a> {
     /// next byte, so an unchanged stretch of the input (tensor headers and data alike) is
     /// one copy, not one per tensor.
     pending: Option<Pending>,
-    /// The buffer of copies that go through memory (see [`crate::formats::copy_part`]).
-    scratch: Vec<u8>,
 }
 
 /// Bytes `start..end` of `sources[src]`'s file, still to be copied to the output.
@@ -364,7 +362,6 @@ impl<'a> StreamWriter<'a> {
             buf: Vec::with_capacity(FLUSH_AT + 64 * 1024),
             sources,
             pending: None,
-            scratch: Vec::new(),
         }
     }
 
@@ -403,7 +400,10 @@ impl<'a> StreamWriter<'a> {
         let Some(file) = self.sources[p.src].file.as_ref() else {
             return Err(io::Error::other("a source range to copy has no file"));
         };
-        let copied = crate::formats::copy_part(file, p.start, want, self.out, &mut self.scratch)?;
+        let mut src: &File = file;
+        src.seek(SeekFrom::Start(p.start))?;
+        // File to file: `std::io::copy` uses copy_file_range / sendfile where it can.
+        let copied = io::copy(&mut src.take(want), &mut &*self.out)?;
         if copied != want {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,

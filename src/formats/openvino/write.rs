@@ -57,7 +57,6 @@ pub(super) fn stage_copying<'a>(
     };
     let mut tmp = crate::formats::output::Staged::new(target)?;
     let mut from = orig_file.and_then(|p| same_file(p, orig));
-    let mut scratch = Vec::new();
     {
         let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
         for p in parts {
@@ -66,7 +65,7 @@ pub(super) fn stage_copying<'a>(
                     if r.len() >= COPY_MIN {
                         if let Some(f) = from.as_mut() {
                             w.flush().map_err(io)?;
-                            if copy_range(f, w.get_mut(), r.clone(), &mut scratch).is_ok() {
+                            if copy_range(f, w.get_mut(), r.clone()).is_ok() {
                                 continue;
                             }
                             // Use the map from here on.
@@ -83,18 +82,18 @@ pub(super) fn stage_copying<'a>(
     Ok(tmp)
 }
 
-/// Copies bytes `r` of `from` to the end of `out` (see [`crate::formats::copy_part`]).
+/// Copies bytes `r` of `from` to the end of `out` (`copy_file_range` on Linux).
 pub(super) fn copy_range(
     from: &mut std::fs::File,
     out: &mut std::fs::File,
     r: Range<usize>,
-    scratch: &mut Vec<u8>,
 ) -> std::io::Result<()> {
-    use std::io::{Seek, SeekFrom};
+    use std::io::{Read, Seek, SeekFrom};
     let at = out.stream_position()?;
     let len = (r.end - r.start) as u64;
     let res = (|| {
-        let n = crate::formats::copy_part(from, r.start as u64, len, out, scratch)?;
+        from.seek(SeekFrom::Start(r.start as u64))?;
+        let n = std::io::copy(&mut (&*from).take(len), out)?;
         if n == len {
             Ok(())
         } else {
