@@ -422,3 +422,37 @@ fn counting_without_details_matches_the_detailed_report() {
     }
     assert!(compared > 50, "only {compared} changes compared");
 }
+
+/// Propagation keeps one copy of a slice's dims when merging with the declared shape cannot
+/// change them; when a dim is unknown the declaration fills it in the propagated fact, and the
+/// slice's own inferred dims must still be its own. `y = x[:, s:]` on x[3, 200] with `s` a graph
+/// input: by ONNX Slice, dim 1 is 200 - clamp(s, 0, 200), anything in [0, 200], so the
+/// declared 7 is neither confirmed nor contradicted.
+#[test]
+fn an_unknown_slice_dim_is_not_taken_from_the_declaration() {
+    let m = model(proto::GraphProto {
+        node: vec![node("Slice", &["x", "s", "big", "ax1"], &["y"])],
+        initializer: vec![i64_tensor("ax1", &[1]), i64_tensor("big", &[i64::MAX])],
+        input: vec![vi("x", 1, &[3, 200]), vi("s", 7, &[1])],
+        output: vec![vi("y", 1, &[3, 7])],
+        ..Default::default()
+    });
+    let load = || {
+        let onnx = OnnxModel::from_bytes("m.onnx".as_ref(), bytes::Bytes::from(m.encode_to_vec()))
+            .expect("load");
+        Model::Onnx(onnx)
+    };
+    // `check` resolves the slice itself.
+    let report = slice_opt::check::check(&load());
+    assert_eq!(report.rows[0].declared, "[3, 7]");
+    assert_eq!(report.rows[0].inferred, "[3, 0..200]");
+    assert!(report.passed());
+    // Pass `infer` takes the dims propagation resolved.
+    let mut model = load();
+    let run = Pipeline::with_passes(vec![slice_opt::pipeline::PassKind::Infer])
+        .run(&mut model)
+        .expect("infer");
+    let change = &run.passes[0].changes[0];
+    assert_eq!(change.node, "Slice_y");
+    assert_eq!(change.after.as_deref(), Some("[3, 0..200]"));
+}

@@ -34,7 +34,10 @@ pub(crate) fn rule(cx: &Ctx) -> Option<Vec<Fact>> {
     let data = cx.input(0);
     let resolved = slice_dims(cx.graph, cx.facts, cx.ix, op);
     *cx.slice_dims.borrow_mut() = Some(match &resolved {
-        Ok((_, dims)) => Ok(dims.clone()),
+        // Merging with the declared shape replaces only unknown dims: without one, the
+        // output fact's shape is these dims.
+        Ok((_, dims)) if !dims.iter().any(Dim::is_unknown) => Ok(None),
+        Ok((_, dims)) => Ok(Some(dims.clone())),
         Err(e) => Err(e.clone()),
     });
     let (shape, value) = match resolved {
