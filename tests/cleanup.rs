@@ -456,3 +456,39 @@ fn an_unknown_slice_dim_is_not_taken_from_the_declaration() {
     assert_eq!(change.node, "Slice_y");
     assert_eq!(change.after.as_deref(), Some("[3, 0..200]"));
 }
+
+/// A name a pass asks for is free: `unique_name` on a model loaded from a file (every fixture,
+/// ONNX and IR) never returns the name of a node or value of that model.
+#[test]
+fn a_unique_name_is_not_one_of_the_loaded_model() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).expect("models/") {
+        let path = entry.expect("entry").path();
+        let ext = path.extension().and_then(|e| e.to_str());
+        if !matches!(ext, Some("onnx") | Some("xml")) {
+            continue;
+        }
+        let mut model = slice_opt::Model::load(&path).expect("fixture loads");
+        let graph = model.graph_mut();
+        let taken: std::collections::HashSet<String> = graph
+            .g
+            .node_weights()
+            .flat_map(|n| {
+                std::iter::once(n.name.clone()).chain(n.outputs.iter().map(|v| v.name.clone()))
+            })
+            .filter(|n| !n.is_empty())
+            .collect();
+        assert!(!taken.is_empty(), "{}", path.display());
+        for name in &taken {
+            let fresh = graph.unique_name(name);
+            assert!(
+                !taken.contains(&fresh),
+                "{}: unique_name('{name}') gave '{fresh}', a name of the model",
+                path.display()
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 20, "only {checked} fixtures");
+}

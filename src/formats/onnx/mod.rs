@@ -805,12 +805,8 @@ fn build_graph<'g>(
     {
         types.insert(vi.name(), value_type_of(vi));
     }
-    let define = |graph: &mut Graph,
-                  producers: &mut FastMap<&'g str, OutletId>,
-                  name: &'g str,
-                  outlet: OutletId| {
+    let define = |producers: &mut FastMap<&'g str, OutletId>, name: &'g str, outlet: OutletId| {
         if !name.is_empty() {
-            graph.reserve_name(name);
             producers.insert(name, outlet);
         }
     };
@@ -833,12 +829,7 @@ fn build_graph<'g>(
             ));
         }
         let ix = graph.add_node(node);
-        define(
-            &mut graph,
-            &mut producers,
-            vi.name(),
-            OutletId { node: ix, port: 0 },
-        );
+        define(&mut producers, vi.name(), OutletId { node: ix, port: 0 });
     }
     // Like the onnx checker: a name is defined once. ONNX Runtime takes the last of two
     // initializers of one name, a fold would take the first: refuse rather than guess.
@@ -901,12 +892,7 @@ fn build_graph<'g>(
         }];
         node.kind = NodeKind::Const(Box::new(tensor));
         let ix = graph.add_node(node);
-        define(
-            &mut graph,
-            &mut producers,
-            name,
-            OutletId { node: ix, port: 0 },
-        );
+        define(&mut producers, name, OutletId { node: ix, port: 0 });
     }
     for (i, t) in g.sparse_initializer.iter().enumerate() {
         let name = t.values.as_ref().map(|v| v.name()).unwrap_or_default();
@@ -920,12 +906,7 @@ fn build_graph<'g>(
             ty_changed: false,
         }];
         let ix = graph.add_node(node);
-        define(
-            &mut graph,
-            &mut producers,
-            name,
-            OutletId { node: ix, port: 0 },
-        );
+        define(&mut producers, name, OutletId { node: ix, port: 0 });
     }
     // Nodes: create all first (they need not be in topological order), then wire. Each record
     // is decoded once, into the IR node; output and input names are read in place from the
@@ -937,11 +918,6 @@ fn build_graph<'g>(
     for (i, rec) in nodes.iter().enumerate() {
         let n = NodeProto::decode(rec.clone())
             .map_err(|e| fmt_err(path, format!("not a valid ONNX model: node #{i}: {e}")))?;
-        // Node names are reserved too: a pass naming a new node must not reuse one (ONNX
-        // Runtime refuses two nodes of one name).
-        if !n.name().is_empty() {
-            graph.reserve_name(n.name());
-        }
         if holds_bodies(&n) {
             holders.push(i);
             let mut captured = HashSet::default();
@@ -986,21 +962,21 @@ fn build_graph<'g>(
             if o.is_empty() {
                 continue;
             }
-            if producers.contains_key(o) {
-                let n = NodeProto::decode(rec.clone()).unwrap_or_default();
-                return Err(node_err(
-                    path,
-                    &n,
-                    i,
-                    format!("output '{o}' is already produced by another node"),
-                ));
+            // One hash for the check and the insertion.
+            match producers.entry(o) {
+                std::collections::hash_map::Entry::Occupied(_) => {
+                    let n = NodeProto::decode(rec.clone()).unwrap_or_default();
+                    return Err(node_err(
+                        path,
+                        &n,
+                        i,
+                        format!("output '{o}' is already produced by another node"),
+                    ));
+                }
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(OutletId { node: ix, port: p });
+                }
             }
-            define(
-                &mut graph,
-                &mut producers,
-                o,
-                OutletId { node: ix, port: p },
-            );
         }
         node_ix.push(ix);
     }

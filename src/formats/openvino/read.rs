@@ -528,10 +528,6 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
             }
             todo.extend(e.elements().filter(|c| c.name() != "data"));
         }
-        self.graph.reserve_name(&node.name);
-        for v in &node.outputs {
-            self.graph.reserve_name(&v.name);
-        }
         let ix = self.graph.add_node(node);
         if !self.by_id.insert(id, i, ix) {
             return Err(layer_err(path, el, format!("layer id {id} is used twice")));
