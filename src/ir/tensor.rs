@@ -226,6 +226,13 @@ impl Tensor {
     /// The elements as i64, for integer tensors (index inputs); `None` if the type is not an
     /// integer type or the data is too short for the shape.
     pub fn to_i64_vec(&self) -> Option<Vec<i64>> {
+        Some(self.i64_values()?.collect())
+    }
+
+    /// The elements of [`Tensor::to_i64_vec`], read one by one from the raw bytes instead of
+    /// collected (shape propagation reads the values of 400,000 small constants of a large
+    /// graph once each).
+    pub fn i64_values(&self) -> Option<impl ExactSizeIterator<Item = i64> + '_> {
         let raw = self.raw()?;
         let n = usize::try_from(self.element_count()?).ok()?;
         let width = match self.dtype {
@@ -235,27 +242,23 @@ impl Tensor {
             DType::I8 | DType::U8 | DType::Bool => 1,
             _ => return None,
         };
-        if raw.len() < n.checked_mul(width)? {
-            return None;
-        }
-        let mut out = Vec::with_capacity(n);
-        for i in 0..n {
-            let b = &raw[i * width..(i + 1) * width];
-            let v = match self.dtype {
-                DType::I64 => i64::from_le_bytes(b.try_into().ok()?),
-                DType::U64 => {
-                    i64::try_from(u64::from_le_bytes(b.try_into().ok()?)).unwrap_or(i64::MAX)
-                }
-                DType::I32 => i32::from_le_bytes(b.try_into().ok()?) as i64,
-                DType::U32 => u32::from_le_bytes(b.try_into().ok()?) as i64,
-                DType::I16 => i16::from_le_bytes(b.try_into().ok()?) as i64,
-                DType::U16 => u16::from_le_bytes(b.try_into().ok()?) as i64,
-                DType::I8 => b[0] as i8 as i64,
-                _ => b[0] as i64,
-            };
-            out.push(v);
-        }
-        Some(out)
+        let bytes = raw.get(..n.checked_mul(width)?)?;
+        let dtype = self.dtype;
+        Some(bytes.chunks_exact(width).map(move |b| {
+            let mut w = [0u8; 8];
+            w[..b.len()].copy_from_slice(b);
+            let [w0, w1, w2, w3, ..] = w;
+            match dtype {
+                DType::I64 => i64::from_le_bytes(w),
+                DType::U64 => i64::try_from(u64::from_le_bytes(w)).unwrap_or(i64::MAX),
+                DType::I32 => i32::from_le_bytes([w0, w1, w2, w3]) as i64,
+                DType::U32 => u32::from_le_bytes([w0, w1, w2, w3]) as i64,
+                DType::I16 => i16::from_le_bytes([w0, w1]) as i64,
+                DType::U16 => u16::from_le_bytes([w0, w1]) as i64,
+                DType::I8 => w0 as i8 as i64,
+                _ => w0 as i64,
+            }
+        }))
     }
 
     /// A 1-D (or given-shape) i64 tensor.
@@ -269,5 +272,59 @@ impl Tensor {
             shape,
             data: TensorData::Raw(Bytes::from(buf)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(dtype: DType, shape: Vec<u64>, bytes: Vec<u8>) -> Tensor {
+        Tensor {
+            dtype,
+            shape,
+            data: TensorData::Raw(Bytes::from(bytes)),
+        }
+    }
+
+    /// Each integer type is read little-endian with its own width and sign (ONNX `raw_data`,
+    /// OpenVINO `.bin`); `u64` above `i64::MAX` saturates; too few bytes for the shape is `None`.
+    #[test]
+    fn integer_elements_read_with_their_width_and_sign() {
+        let cases: Vec<(DType, Vec<u8>, Vec<i64>)> = vec![
+            (DType::I8, vec![0xff, 0x05], vec![-1, 5]),
+            (DType::U8, vec![0xff, 0x05], vec![255, 5]),
+            (DType::Bool, vec![0x01, 0x00], vec![1, 0]),
+            (DType::I16, vec![0xfe, 0xff, 0x00, 0x01], vec![-2, 256]),
+            (DType::U16, vec![0xff, 0xff, 0x00, 0x01], vec![65535, 256]),
+            (
+                DType::I32,
+                [(-3i32).to_le_bytes(), 7i32.to_le_bytes()].concat(),
+                vec![-3, 7],
+            ),
+            (
+                DType::U32,
+                [u32::MAX.to_le_bytes(), 7u32.to_le_bytes()].concat(),
+                vec![4_294_967_295, 7],
+            ),
+            (
+                DType::I64,
+                [i64::MIN.to_le_bytes(), (-4i64).to_le_bytes()].concat(),
+                vec![i64::MIN, -4],
+            ),
+            (
+                DType::U64,
+                [u64::MAX.to_le_bytes(), 9u64.to_le_bytes()].concat(),
+                vec![i64::MAX, 9],
+            ),
+        ];
+        for (dtype, bytes, want) in cases {
+            let t = raw(dtype, vec![2], bytes.clone());
+            assert_eq!(t.to_i64_vec(), Some(want.clone()), "{dtype:?}");
+            assert_eq!(t.i64_values().map(|v| v.len()), Some(2), "{dtype:?}");
+            let short = raw(dtype, vec![3], bytes);
+            assert_eq!(short.to_i64_vec(), None, "{dtype:?} with too few bytes");
+        }
+        assert_eq!(raw(DType::F32, vec![1], vec![0; 4]).to_i64_vec(), None);
     }
 }

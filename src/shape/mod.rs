@@ -85,13 +85,12 @@ impl Fact {
 
     /// Sets `value` (dropped when it is too long or does not match the shape's element count).
     fn with_value(mut self, value: Option<Vec<Dim>>) -> Fact {
-        self.value = value.filter(|v| {
-            v.len() <= MAX_VALUE_ELEMENTS
-                && self
-                    .known_shape()
-                    .and_then(|s| s.iter().try_fold(1i64, |a, &d| a.checked_mul(d)))
-                    .is_some_and(|n| n == v.len() as i64)
-        });
+        let count = self
+            .shape
+            .as_ref()
+            .and_then(|s| s.iter().try_fold(1i64, |a, d| a.checked_mul(d.as_known()?)));
+        self.value =
+            value.filter(|v| v.len() <= MAX_VALUE_ELEMENTS && count == Some(v.len() as i64));
         self
     }
 }
@@ -182,9 +181,8 @@ pub(crate) struct Ctx<'a> {
     pub format: Format,
     pub onnx_opset: i64,
     pub facts: &'a Facts,
-    pub inputs: Vec<&'a Fact>,
-    /// Whether input `p` is connected.
-    pub present: Vec<bool>,
+    /// The facts of the inputs by port (`None`: the port is not connected).
+    pub inputs: Vec<Option<&'a Fact>>,
     /// Set by the slice rule: what [`slice::slice_dims`] gave (see [`Facts::take_slice_dims`]).
     pub slice_dims: std::cell::RefCell<Option<SliceMemo>>,
 }
@@ -192,7 +190,7 @@ pub(crate) struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     /// The fact of input `p` (empty when absent).
     pub fn input(&self, p: usize) -> &'a Fact {
-        self.inputs.get(p).copied().unwrap_or(&UNKNOWN)
+        self.inputs.get(p).copied().flatten().unwrap_or(&UNKNOWN)
     }
     /// The shape of input `p`.
     pub fn shape(&self, p: usize) -> Option<&'a [Dim]> {
@@ -208,7 +206,7 @@ impl<'a> Ctx<'a> {
     }
     /// Whether input `p` is connected.
     pub fn has(&self, p: usize) -> bool {
-        self.present.get(p).copied().unwrap_or(false)
+        self.inputs.get(p).is_some_and(Option::is_some)
     }
     /// True for ONNX.
     pub fn onnx(&self) -> bool {
@@ -322,9 +320,9 @@ pub fn declared_fact(graph: &Graph, outlet: OutletId) -> Fact {
             .element_count()
             .is_some_and(|n| n <= MAX_VALUE_ELEMENTS as u64);
         let value = (small && t.dtype.is_index_type())
-            .then(|| t.to_i64_vec())
+            .then(|| t.i64_values())
             .flatten()
-            .map(|v| v.into_iter().map(Dim::known).collect());
+            .map(|v| v.map(Dim::known).collect());
         return Fact {
             dtype: Some(t.dtype),
             shape: Some(shape),
@@ -453,11 +451,7 @@ pub(crate) fn propagate_seeded(
                     format,
                     onnx_opset,
                     facts: &facts,
-                    present: inputs.iter().map(Option::is_some).collect(),
-                    inputs: inputs
-                        .iter()
-                        .map(|o| o.map(|o| facts.get(o)).unwrap_or(&UNKNOWN))
-                        .collect(),
+                    inputs: inputs.iter().map(|o| o.map(|o| facts.get(o))).collect(),
                     slice_dims: Default::default(),
                 };
                 let mut computed = if node.op_type == "Parameter" {
