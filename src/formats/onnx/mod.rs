@@ -578,7 +578,8 @@ pub(crate) fn holds_bodies(n: &NodeProto) -> bool {
 }
 
 /// Fields of a protobuf message as (field number, wire type, payload, whole field with its
-/// key); `None` on a key or length that does not parse (and nothing after it).
+/// key); `None` on a key or length that does not parse, or a key prost refuses (above
+/// `u32::MAX`), and nothing after it.
 fn fields(mut buf: &[u8]) -> impl Iterator<Item = Option<(u32, u8, &[u8], &[u8])>> {
     std::iter::from_fn(move || {
         if buf.is_empty() {
@@ -586,8 +587,8 @@ fn fields(mut buf: &[u8]) -> impl Iterator<Item = Option<(u32, u8, &[u8], &[u8])
         }
         let item = (|| {
             let start = buf;
-            let key = prost::encoding::decode_varint(&mut buf).ok()?;
-            let (field, wire) = ((key >> 3) as u32, (key & 7) as u8);
+            let key = u32::try_from(prost::encoding::decode_varint(&mut buf).ok()?).ok()?;
+            let (field, wire) = (key >> 3, (key & 7) as u8);
             let len = match wire {
                 0 => {
                     prost::encoding::decode_varint(&mut buf).ok()?;
@@ -767,6 +768,64 @@ fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
 }
 
 /// A graph's IR as [`build_graph`] makes it, and what it learnt on the way.
+/// Node record `i` decoded by prost, for the records [`light_node`] leaves: its IR node and
+/// output names (holders of subgraphs are listed in `holders`, with what they capture).
+#[allow(clippy::too_many_arguments)]
+fn full_node<'g>(
+    path: &Path,
+    i: usize,
+    rec: &'g Bytes,
+    types: &FastMap<&str, ValueType>,
+    ext: &mut ExternalFiles,
+    holders: &mut Vec<usize>,
+    captures: &mut Vec<(usize, Vec<String>)>,
+    wires: &mut usize,
+) -> Result<(Node, Vec<&'g str>)> {
+    let n = NodeProto::decode(rec.clone())
+        .map_err(|e| fmt_err(path, format!("not a valid ONNX model: node #{i}: {e}")))?;
+    if holds_bodies(&n) {
+        holders.push(i);
+        let mut captured = HashSet::default();
+        for a in &n.attribute {
+            for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
+                free_names(sg, &mut captured);
+            }
+        }
+        let mut captured: Vec<String> = captured.into_iter().collect();
+        captured.sort();
+        captures.push((i, captured));
+    }
+    *wires += n.input.len();
+    let mut node = Node::op(n.name(), n.op_type(), n.domain());
+    node.origin = Origin::OnnxNode(i);
+    node.order = (2, i as u64);
+    node.dirty = false;
+    node.num_inputs = n.input.len();
+    node.attrs = n
+        .attribute
+        .iter()
+        .map(|a| (a.name().to_string(), convert_attr(a)))
+        .collect();
+    if n.op_type() == "Constant" && n.domain().is_empty() {
+        if let Some(t) = constant_node_value(&n, ext).map_err(|m| node_err(path, &n, i, m))? {
+            node.kind = NodeKind::Const(Box::new(t));
+        }
+    }
+    let outputs = names(rec, 2)
+        .ok_or_else(|| node_err(path, &n, i, "an output name does not read"))?
+        .collect();
+    node.outputs = n
+        .output
+        .into_iter()
+        .map(|o| crate::ir::Value {
+            ty: types.get(o.as_str()).cloned().unwrap_or_default(),
+            name: o,
+            ty_changed: false,
+        })
+        .collect();
+    Ok((node, outputs))
+}
+
 struct Built {
     graph: Graph,
     /// Indices of the nodes that hold subgraphs.
@@ -916,49 +975,44 @@ fn build_graph<'g>(
     let mut captures: Vec<(usize, Vec<String>)> = Vec::new();
     let mut wires = 0usize;
     for (i, rec) in nodes.iter().enumerate() {
-        let n = NodeProto::decode(rec.clone())
-            .map_err(|e| fmt_err(path, format!("not a valid ONNX model: node #{i}: {e}")))?;
-        if holds_bodies(&n) {
-            holders.push(i);
-            let mut captured = HashSet::default();
-            for a in &n.attribute {
-                for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
-                    free_names(sg, &mut captured);
-                }
+        let (node, outputs) = match light_node(rec) {
+            // Most records: read in place.
+            Some(l) => {
+                wires += l.inputs;
+                let mut node = Node::op(l.name, l.op_type, l.domain);
+                node.origin = Origin::OnnxNode(i);
+                node.order = (2, i as u64);
+                node.dirty = false;
+                node.num_inputs = l.inputs;
+                node.attrs = l
+                    .attributes
+                    .iter()
+                    .map(|a| (a.name().to_string(), convert_attr(a)))
+                    .collect();
+                node.outputs = l
+                    .outputs
+                    .iter()
+                    .map(|&o| crate::ir::Value {
+                        ty: types.get(o).cloned().unwrap_or_default(),
+                        name: o.to_string(),
+                        ty_changed: false,
+                    })
+                    .collect();
+                (node, l.outputs)
             }
-            let mut captured: Vec<String> = captured.into_iter().collect();
-            captured.sort();
-            captures.push((i, captured));
-        }
-        wires += n.input.len();
-        let mut node = Node::op(n.name(), n.op_type(), n.domain());
-        node.origin = Origin::OnnxNode(i);
-        node.order = (2, i as u64);
-        node.dirty = false;
-        node.num_inputs = n.input.len();
-        node.attrs = n
-            .attribute
-            .iter()
-            .map(|a| (a.name().to_string(), convert_attr(a)))
-            .collect();
-        if n.op_type() == "Constant" && n.domain().is_empty() {
-            if let Some(t) = constant_node_value(&n, ext).map_err(|m| node_err(path, &n, i, m))? {
-                node.kind = NodeKind::Const(Box::new(t));
-            }
-        }
-        let outputs =
-            names(rec, 2).ok_or_else(|| node_err(path, &n, i, "an output name does not read"))?;
-        node.outputs = n
-            .output
-            .into_iter()
-            .map(|o| crate::ir::Value {
-                ty: types.get(o.as_str()).cloned().unwrap_or_default(),
-                name: o,
-                ty_changed: false,
-            })
-            .collect();
+            None => full_node(
+                path,
+                i,
+                rec,
+                &types,
+                ext,
+                &mut holders,
+                &mut captures,
+                &mut wires,
+            )?,
+        };
         let ix = graph.add_node(node);
-        for (p, o) in outputs.enumerate() {
+        for (p, o) in outputs.into_iter().enumerate() {
             if o.is_empty() {
                 continue;
             }
@@ -1054,6 +1108,77 @@ fn build_graph<'g>(
         holders,
         uses_external,
     })
+}
+
+/// What [`build_graph`] takes from an ordinary node record, read in place.
+struct LightNode<'a> {
+    name: &'a str,
+    op_type: &'a str,
+    domain: &'a str,
+    /// Number of inputs (empty names included: omitted optional inputs).
+    inputs: usize,
+    outputs: Vec<&'a str>,
+    attributes: Vec<proto::AttributeProto>,
+}
+
+/// The node record `rec` read in place, without decoding its names into `String`s: `None` when
+/// the record needs the full decode, because it is not an ordinary node (a `Constant`, an
+/// attribute holding a tensor, graph, sparse tensor or type, metadata or device
+/// configurations) or because prost could refuse it (a wire type, UTF-8 string or attribute
+/// that does not read). So a record read here is one prost decodes, to the same values.
+fn light_node(rec: &[u8]) -> Option<LightNode<'_>> {
+    let text = |wire: u8, payload| {
+        if wire == 2 {
+            std::str::from_utf8(payload).ok()
+        } else {
+            None
+        }
+    };
+    let mut node = LightNode {
+        name: "",
+        op_type: "",
+        domain: "",
+        inputs: 0,
+        outputs: Vec::with_capacity(1),
+        attributes: Vec::new(),
+    };
+    for f in fields(rec) {
+        let (field, wire, payload, _) = f?;
+        match field {
+            1 => {
+                text(wire, payload)?;
+                node.inputs += 1;
+            }
+            2 => node.outputs.push(text(wire, payload)?),
+            3 => node.name = text(wire, payload)?,
+            4 => node.op_type = text(wire, payload)?,
+            7 => node.domain = text(wire, payload)?,
+            6 | 8 => {
+                text(wire, payload)?;
+            }
+            5 if wire == 2 => {
+                let a = proto::AttributeProto::decode(payload).ok()?;
+                let plain = a.t.is_none()
+                    && a.g.is_none()
+                    && a.sparse_tensor.is_none()
+                    && a.tp.is_none()
+                    && a.tensors.is_empty()
+                    && a.graphs.is_empty()
+                    && a.sparse_tensors.is_empty()
+                    && a.type_protos.is_empty();
+                if !plain {
+                    return None;
+                }
+                node.attributes.push(a);
+            }
+            5 | 9 | 10 => return None,
+            _ => {}
+        }
+    }
+    if node.op_type == "Constant" && node.domain.is_empty() {
+        return None;
+    }
+    Some(node)
 }
 
 /// The last value of the string field `field` of the message `rec` (protobuf: the last one
@@ -1625,6 +1750,156 @@ mod locations_only {
                 for g in a.g.as_deref().into_iter().chain(&a.graphs) {
                     g.locations(out);
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn attr(name: &str, kind: AttributeType) -> proto::AttributeProto {
+        let mut a = proto::AttributeProto {
+            name: Some(name.into()),
+            ..Default::default()
+        };
+        a.set_type(kind);
+        match kind {
+            AttributeType::Int => a.i = Some(-7),
+            AttributeType::Ints => a.ints = vec![1, -2, 3],
+            AttributeType::Float => a.f = Some(0.5),
+            AttributeType::Floats => a.floats = vec![1.5, -2.0],
+            AttributeType::String => a.s = Some(b"abc".to_vec().into()),
+            _ => a.strings = vec![b"x".to_vec().into(), b"".to_vec().into()],
+        }
+        a
+    }
+
+    /// An ordinary node: names (one non-ASCII), an omitted optional input, two outputs, every
+    /// plain attribute kind, a doc string and an overload.
+    fn ordinary() -> NodeProto {
+        NodeProto {
+            input: vec!["x".into(), "".into(), "ß_ends".into()],
+            output: vec!["y".into(), "y2".into()],
+            name: Some("slice_1".into()),
+            op_type: Some("Slice".into()),
+            domain: Some("".into()),
+            overload: Some("o".into()),
+            doc_string: Some("doc".into()),
+            attribute: [
+                AttributeType::Int,
+                AttributeType::Ints,
+                AttributeType::Float,
+                AttributeType::Floats,
+                AttributeType::String,
+                AttributeType::Strings,
+            ]
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| attr(&format!("a{i}"), k))
+            .collect(),
+            ..Default::default()
+        }
+    }
+
+    /// `light_node` gives what prost decodes, field for field.
+    fn agrees(rec: &[u8], l: &LightNode) {
+        let n = NodeProto::decode(rec).expect("a record light_node reads is one prost decodes");
+        assert_eq!(l.name, n.name());
+        assert_eq!(l.op_type, n.op_type());
+        assert_eq!(l.domain, n.domain());
+        assert_eq!(l.inputs, n.input.len());
+        assert_eq!(
+            l.outputs,
+            n.output.iter().map(String::as_str).collect::<Vec<_>>()
+        );
+        assert_eq!(l.attributes, n.attribute);
+    }
+
+    #[test]
+    fn an_ordinary_node_record_reads_in_place_as_prost_decodes_it() {
+        let rec = ordinary().encode_to_vec();
+        let l = light_node(&rec).expect("an ordinary node reads in place");
+        assert_eq!(l.inputs, 3);
+        assert_eq!(l.outputs, ["y", "y2"]);
+        assert_eq!(l.attributes.len(), 6);
+        agrees(&rec, &l);
+        // Repeated optional fields: the last counts, as in prost.
+        let mut twice = rec.clone();
+        twice.extend(
+            NodeProto {
+                name: Some("second".into()),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+        );
+        let l = light_node(&twice).expect("reads");
+        assert_eq!(l.name, "second");
+        agrees(&twice, &l);
+    }
+
+    #[test]
+    fn nodes_that_need_the_full_decode_are_left_to_it() {
+        let mut constant = ordinary();
+        constant.op_type = Some("Constant".into());
+        constant.attribute.clear();
+        let mut tensor = ordinary();
+        tensor.attribute[0].t = Some(Box::default());
+        let mut graph = ordinary();
+        graph.attribute[0].g = Some(Box::default());
+        let mut meta = ordinary();
+        meta.metadata_props = vec![proto::StringStringEntryProto::default()];
+        for n in [constant, tensor, graph, meta] {
+            assert!(light_node(&n.encode_to_vec()).is_none(), "{n:?}");
+        }
+        // What prost refuses is never read in place: a string that is not UTF-8 (input,
+        // output, name, op_type, doc_string, domain, overload), a string field with a varint
+        // wire type, a key above u32::MAX (one that would read as unknown field 99 if cut to
+        // 32 bits).
+        let mut refused = Vec::new();
+        for field in [1u8, 2, 3, 4, 6, 7, 8] {
+            let mut rec = ordinary().encode_to_vec();
+            rec.extend([field << 3 | 2, 0x02, 0xc3, 0x28]);
+            refused.push(rec);
+        }
+        let mut bad_wire = ordinary().encode_to_vec();
+        bad_wire.extend([0x18, 0x01]);
+        refused.push(bad_wire);
+        let mut big_key = ordinary().encode_to_vec();
+        prost::encoding::encode_varint((1u64 << 32) + (99 << 3), &mut big_key);
+        big_key.push(0x01);
+        refused.push(big_key);
+        for rec in refused {
+            assert!(NodeProto::decode(&rec[..]).is_err(), "{rec:?}");
+            assert!(light_node(&rec).is_none(), "{rec:?}");
+        }
+    }
+
+    proptest! {
+        /// Whatever the bytes, a record `light_node` reads is one prost decodes to the same
+        /// values: bytes of a real record changed, cut or extended at random.
+        #[test]
+        fn light_node_never_reads_what_prost_would_not(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
+            tail in prop::collection::vec(any::<u8>(), 0..12),
+        ) {
+            let mut rec = ordinary().encode_to_vec();
+            for (at, byte, how) in edits {
+                if rec.is_empty() {
+                    break;
+                }
+                let i = at.index(rec.len());
+                match how {
+                    0 => rec[i] = byte,
+                    1 => rec.insert(i, byte),
+                    _ => rec.truncate(i),
+                }
+            }
+            rec.extend(tail);
+            if let Some(l) = light_node(&rec) {
+                agrees(&rec, &l);
             }
         }
     }
