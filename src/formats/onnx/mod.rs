@@ -22,7 +22,8 @@ use prost::Message;
 
 use crate::error::{Error, Result};
 use crate::ir::{
-    Attr, DeclaredDim, FastMap, Graph, Node, NodeKind, Origin, OutletId, Tensor, ValueType, Wire,
+    Attr, DType, DeclaredDim, FastMap, Graph, Node, NodeKind, Origin, OutletId, Tensor, ValueType,
+    Wire,
 };
 
 pub use tensor::{tensor_from_proto, tensor_to_proto, ExternalFiles};
@@ -922,21 +923,27 @@ fn build_graph<'g>(
             // Shadowed by a graph input of the same name: kept in the record only.
             continue;
         }
-        let t = proto::TensorProto::decode(rec.clone()).map_err(|e| {
-            fmt_err(
-                path,
-                format!("not a valid ONNX model: initializer '{name}': {e}"),
-            )
-        })?;
-        uses_external |= t.data_location == Some(1);
-        let tensor = tensor_from_proto(&t, ext)
-            .map_err(|m| fmt_err(path, format!("initializer '{}': {m}", t.name())))?;
-        let mut node = Node::op(t.name(), "", "");
+        // Most records (raw data in the file): read in place.
+        let tensor = match light_tensor(rec) {
+            Some(tensor) => tensor,
+            None => {
+                let t = proto::TensorProto::decode(rec.clone()).map_err(|e| {
+                    fmt_err(
+                        path,
+                        format!("not a valid ONNX model: initializer '{name}': {e}"),
+                    )
+                })?;
+                uses_external |= t.data_location == Some(1);
+                tensor_from_proto(&t, ext)
+                    .map_err(|m| fmt_err(path, format!("initializer '{}': {m}", t.name())))?
+            }
+        };
+        let mut node = Node::op(name, "", "");
         node.origin = Origin::OnnxInitializer(i);
         node.order = (1, i as u64);
         node.dirty = false;
         node.outputs = vec![crate::ir::Value {
-            name: t.name().to_string(),
+            name: name.to_string(),
             ty: ValueType {
                 dtype: Some(tensor.dtype),
                 shape: Some(
@@ -1179,6 +1186,59 @@ fn light_node(rec: &[u8]) -> Option<LightNode<'_>> {
         return None;
     }
     Some(node)
+}
+
+/// The initializer record `rec` as an IR tensor, read in place: `None` when it needs the full
+/// decode, because its data is not `raw_data` in the record (typed fields, external data,
+/// segments, strings), it has metadata, or prost or `tensor_from_proto` could refuse it (a
+/// wire type, UTF-8 string or varint that does not read, a negative dim, data of the wrong
+/// size). So a tensor read here is the one the full decode gives.
+fn light_tensor(rec: &Bytes) -> Option<Tensor> {
+    let mut dims: Vec<i64> = Vec::with_capacity(4);
+    let mut code = 0i32;
+    let mut raw: Option<&[u8]> = None;
+    for f in fields(rec) {
+        let (field, wire, payload, whole) = f?;
+        match (field, wire) {
+            // `fields` gives no payload for a varint: it is read from the whole field.
+            (1, 0) => dims.push(varint_value(whole)? as i64),
+            (1, 2) => {
+                let mut b = payload;
+                while !b.is_empty() {
+                    dims.push(prost::encoding::decode_varint(&mut b).ok()? as i64);
+                }
+            }
+            (2, 0) => code = varint_value(whole)? as i32,
+            (8 | 12, 2) => {
+                std::str::from_utf8(payload).ok()?;
+            }
+            (9, 2) => raw = Some(payload),
+            (14, 0) if varint_value(whole)? == 0 => {}
+            (1..=14 | 16, _) => return None,
+            _ => {}
+        }
+    }
+    let dtype = DType::from_onnx_code(code).filter(|&d| d != DType::String)?;
+    let shape: Vec<u64> = dims
+        .iter()
+        .map(|&d| u64::try_from(d).ok())
+        .collect::<Option<_>>()?;
+    let bits = shape
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))?
+        .checked_mul(dtype.bits() as u64)?;
+    let raw = raw?;
+    (raw.len() as u64 == bits.div_ceil(8)).then(|| Tensor {
+        dtype,
+        shape,
+        data: crate::ir::TensorData::Raw(rec.slice_ref(raw)),
+    })
+}
+
+/// The value of the varint field `whole` (its key, then the value).
+fn varint_value(mut whole: &[u8]) -> Option<u64> {
+    prost::encoding::decode_varint(&mut whole).ok()?;
+    prost::encoding::decode_varint(&mut whole).ok()
 }
 
 /// The last value of the string field `field` of the message `rec` (protobuf: the last one
@@ -1874,6 +1934,126 @@ mod tests {
         for rec in refused {
             assert!(NodeProto::decode(&rec[..]).is_err(), "{rec:?}");
             assert!(light_node(&rec).is_none(), "{rec:?}");
+        }
+    }
+
+    /// A raw-data initializer: [2, 3] int32 named "w".
+    fn raw_tensor() -> proto::TensorProto {
+        proto::TensorProto {
+            dims: vec![2, 3],
+            data_type: Some(6),
+            name: Some("w".into()),
+            doc_string: Some("doc".into()),
+            raw_data: Some((0u8..24).collect::<Vec<u8>>().into()),
+            ..Default::default()
+        }
+    }
+
+    /// The tensor the full decode gives for `rec`, if any.
+    fn full_tensor(rec: &[u8]) -> Option<Tensor> {
+        let t = proto::TensorProto::decode(rec).ok()?;
+        let dir = std::env::temp_dir();
+        tensor_from_proto(&t, &mut ExternalFiles::new(&dir)).ok()
+    }
+
+    #[test]
+    fn a_raw_initializer_reads_in_place_as_the_full_decode_gives_it() {
+        let rec = Bytes::from(raw_tensor().encode_to_vec());
+        let t = light_tensor(&rec).expect("raw data reads in place");
+        assert_eq!((t.dtype, t.shape.clone()), (DType::I32, vec![2, 3]));
+        assert_eq!(Some(t), full_tensor(&rec));
+        // Dims one varint each instead of packed: the same tensor.
+        let mut unpacked = raw_tensor();
+        unpacked.dims.clear();
+        let mut rec = unpacked.encode_to_vec();
+        for d in [2u64, 3] {
+            rec.push(0x08);
+            prost::encoding::encode_varint(d, &mut rec);
+        }
+        let rec = Bytes::from(rec);
+        let t = light_tensor(&rec).expect("unpacked dims read in place");
+        assert_eq!(t.shape, [2, 3]);
+        assert_eq!(Some(t), full_tensor(&rec));
+    }
+
+    #[test]
+    fn initializers_that_need_the_full_decode_are_left_to_it() {
+        let mut typed = raw_tensor();
+        typed.raw_data = None;
+        typed.int32_data = (0..6).collect();
+        let mut external = raw_tensor();
+        external.data_location = Some(1);
+        let mut segment = raw_tensor();
+        segment.segment = Some(Default::default());
+        let mut strings = raw_tensor();
+        strings.data_type = Some(8);
+        let mut negative = raw_tensor();
+        negative.dims = vec![-2, -3];
+        let mut short = raw_tensor();
+        short.raw_data = Some(vec![0u8; 23].into());
+        let mut unknown_type = raw_tensor();
+        unknown_type.data_type = Some(1000);
+        let mut meta = raw_tensor();
+        meta.metadata_props = vec![Default::default()];
+        for t in [
+            typed,
+            external,
+            segment,
+            strings,
+            negative,
+            short,
+            unknown_type,
+            meta,
+        ] {
+            assert!(
+                light_tensor(&Bytes::from(t.encode_to_vec())).is_none(),
+                "{t:?}"
+            );
+        }
+        // What prost refuses: a name or doc string that is not UTF-8, a data type with a
+        // length-delimited wire type, packed dims cut inside a varint.
+        let mut refused = Vec::new();
+        for field in [8u8, 12] {
+            let mut rec = raw_tensor().encode_to_vec();
+            rec.extend([field << 3 | 2, 0x02, 0xc3, 0x28]);
+            refused.push(rec);
+        }
+        let mut bad_wire = raw_tensor().encode_to_vec();
+        bad_wire.extend([0x12, 0x01, 0x06]);
+        refused.push(bad_wire);
+        let mut cut = raw_tensor().encode_to_vec();
+        cut.extend([0x0a, 0x01, 0x80]);
+        refused.push(cut);
+        for rec in refused {
+            assert!(proto::TensorProto::decode(&rec[..]).is_err(), "{rec:?}");
+            assert!(light_tensor(&Bytes::from(rec.clone())).is_none(), "{rec:?}");
+        }
+    }
+
+    proptest! {
+        /// Whatever the bytes, a tensor `light_tensor` reads is the one the full decode gives.
+        #[test]
+        fn light_tensor_never_reads_what_the_full_decode_would_not(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
+            tail in prop::collection::vec(any::<u8>(), 0..12),
+        ) {
+            let mut rec = raw_tensor().encode_to_vec();
+            for (at, byte, how) in edits {
+                if rec.is_empty() {
+                    break;
+                }
+                let i = at.index(rec.len());
+                match how {
+                    0 => rec[i] = byte,
+                    1 => rec.insert(i, byte),
+                    _ => rec.truncate(i),
+                }
+            }
+            rec.extend(tail);
+            let rec = Bytes::from(rec);
+            if let Some(t) = light_tensor(&rec) {
+                prop_assert_eq!(Some(t), full_tensor(&rec));
+            }
         }
     }
 
