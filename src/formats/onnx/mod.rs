@@ -769,6 +769,27 @@ fn free_names(g: &GraphProto, out: &mut HashSet<String>) {
 }
 
 /// A graph's IR as [`build_graph`] makes it, and what it learnt on the way.
+/// The IR node of node record `i`, outputs not yet set.
+fn onnx_node(
+    i: usize,
+    name: &str,
+    op_type: &str,
+    domain: &str,
+    inputs: usize,
+    attributes: &[proto::AttributeProto],
+) -> Node {
+    let mut node = Node::op(name, op_type, domain);
+    node.origin = Origin::OnnxNode(i);
+    node.order = (2, i as u64);
+    node.dirty = false;
+    node.num_inputs = inputs;
+    node.attrs = attributes
+        .iter()
+        .map(|a| (a.name().to_string(), convert_attr(a)))
+        .collect();
+    node
+}
+
 /// Node record `i` decoded by prost, for the records [`light_node`] leaves: its IR node and
 /// output names (holders of subgraphs are listed in `holders`, with what they capture).
 #[allow(clippy::too_many_arguments)]
@@ -797,16 +818,14 @@ fn full_node<'g>(
         captures.push((i, captured));
     }
     *wires += n.input.len();
-    let mut node = Node::op(n.name(), n.op_type(), n.domain());
-    node.origin = Origin::OnnxNode(i);
-    node.order = (2, i as u64);
-    node.dirty = false;
-    node.num_inputs = n.input.len();
-    node.attrs = n
-        .attribute
-        .iter()
-        .map(|a| (a.name().to_string(), convert_attr(a)))
-        .collect();
+    let mut node = onnx_node(
+        i,
+        n.name(),
+        n.op_type(),
+        n.domain(),
+        n.input.len(),
+        &n.attribute,
+    );
     if n.op_type() == "Constant" && n.domain().is_empty() {
         if let Some(t) = constant_node_value(&n, ext).map_err(|m| node_err(path, &n, i, m))? {
             node.kind = NodeKind::Const(Box::new(t));
@@ -986,16 +1005,7 @@ fn build_graph<'g>(
             // Most records: read in place.
             Some(l) => {
                 wires += l.inputs;
-                let mut node = Node::op(l.name, l.op_type, l.domain);
-                node.origin = Origin::OnnxNode(i);
-                node.order = (2, i as u64);
-                node.dirty = false;
-                node.num_inputs = l.inputs;
-                node.attrs = l
-                    .attributes
-                    .iter()
-                    .map(|a| (a.name().to_string(), convert_attr(a)))
-                    .collect();
+                let mut node = onnx_node(i, l.name, l.op_type, l.domain, l.inputs, &l.attributes);
                 node.outputs = l
                     .outputs
                     .iter()
@@ -2030,6 +2040,28 @@ mod tests {
         }
     }
 
+    /// `rec` with each edit applied in turn (0: replace the byte at the index, 1: insert a
+    /// byte there, 2: cut the record there), then `tail` appended.
+    fn edited(
+        mut rec: Vec<u8>,
+        edits: Vec<(prop::sample::Index, u8, u8)>,
+        tail: Vec<u8>,
+    ) -> Vec<u8> {
+        for (at, byte, how) in edits {
+            if rec.is_empty() {
+                break;
+            }
+            let i = at.index(rec.len());
+            match how {
+                0 => rec[i] = byte,
+                1 => rec.insert(i, byte),
+                _ => rec.truncate(i),
+            }
+        }
+        rec.extend(tail);
+        rec
+    }
+
     proptest! {
         /// Whatever the bytes, a tensor `light_tensor` reads is the one the full decode gives.
         #[test]
@@ -2037,20 +2069,7 @@ mod tests {
             edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
             tail in prop::collection::vec(any::<u8>(), 0..12),
         ) {
-            let mut rec = raw_tensor().encode_to_vec();
-            for (at, byte, how) in edits {
-                if rec.is_empty() {
-                    break;
-                }
-                let i = at.index(rec.len());
-                match how {
-                    0 => rec[i] = byte,
-                    1 => rec.insert(i, byte),
-                    _ => rec.truncate(i),
-                }
-            }
-            rec.extend(tail);
-            let rec = Bytes::from(rec);
+            let rec = Bytes::from(edited(raw_tensor().encode_to_vec(), edits, tail));
             if let Some(t) = light_tensor(&rec) {
                 prop_assert_eq!(Some(t), full_tensor(&rec));
             }
@@ -2065,19 +2084,7 @@ mod tests {
             edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..6),
             tail in prop::collection::vec(any::<u8>(), 0..12),
         ) {
-            let mut rec = ordinary().encode_to_vec();
-            for (at, byte, how) in edits {
-                if rec.is_empty() {
-                    break;
-                }
-                let i = at.index(rec.len());
-                match how {
-                    0 => rec[i] = byte,
-                    1 => rec.insert(i, byte),
-                    _ => rec.truncate(i),
-                }
-            }
-            rec.extend(tail);
+            let rec = edited(ordinary().encode_to_vec(), edits, tail);
             if let Some(l) = light_node(&rec) {
                 agrees(&rec, &l);
             }
