@@ -48,7 +48,41 @@ pub fn infer_node_with(
         model,
         facts,
         shape::slice::slice_dims(graph, facts, ix, op).map(|(sn, out)| (sn.data, out)),
+        &mut Declare::new(model.format()),
     ))
+}
+
+/// Dims as the file will declare them ([`slice_node::from_dim`]), remembered per dim: the
+/// symbolic ones are printed and parsed back to check the text, and a model repeats a few
+/// expressions (`batch`, `seq - 1`) over thousands of nodes.
+struct Declare {
+    symbolic: bool,
+    memo: crate::ir::FastMap<semantics::Dim, crate::ir::DeclaredDim>,
+}
+
+impl Declare {
+    fn new(format: Format) -> Declare {
+        Declare {
+            symbolic: format == Format::Onnx,
+            memo: Default::default(),
+        }
+    }
+
+    fn dim(&mut self, d: &semantics::Dim) -> crate::ir::DeclaredDim {
+        if let Some(v) = d.as_known().and_then(|v| u64::try_from(v).ok()) {
+            return crate::ir::DeclaredDim::Known(v);
+        }
+        if let Some(known) = self.memo.get(d) {
+            return known.clone();
+        }
+        let declared = slice_node::from_dim(d, self.symbolic);
+        self.memo.insert(d.clone(), declared.clone());
+        declared
+    }
+
+    fn shape(&mut self, dims: &[semantics::Dim]) -> Vec<crate::ir::DeclaredDim> {
+        dims.iter().map(|d| self.dim(d)).collect()
+    }
 }
 
 /// The inferred type of a slice node from its data input and resolved output dims.
@@ -56,10 +90,10 @@ fn typed(
     model: &Model,
     facts: &shape::Facts,
     resolved: std::result::Result<(crate::ir::OutletId, Vec<semantics::Dim>), DecodeError>,
+    declare: &mut Declare,
 ) -> Inferred {
     let graph = model.graph();
     let (data, out) = resolved?;
-    let symbolic = model.format() == Format::Onnx;
     let dtype = graph
         .constant_at(data)
         .map(|t| t.dtype)
@@ -67,11 +101,7 @@ fn typed(
         .or(facts.get(data).dtype);
     let ty = ValueType {
         dtype,
-        shape: Some(
-            out.iter()
-                .map(|d| slice_node::from_dim(d, symbolic))
-                .collect(),
-        ),
+        shape: Some(declare.shape(&out)),
     };
     Ok((ty, out))
 }
@@ -81,12 +111,14 @@ fn infer_node_cached(
     model: &Model,
     facts: &mut shape::Facts,
     ix: petgraph::stable_graph::NodeIndex,
+    declare: &mut Declare,
 ) -> Option<Inferred> {
-    let cached = facts.take_slice_dims(ix);
     let graph = model.graph();
+    // Only slice nodes have something to take (no lookup for the others).
     slice_node::classify(graph, ix, model.format(), model.onnx_opset())?;
+    let cached = facts.take_slice_dims(ix);
     match (cached, graph.input(ix, 0)) {
-        (Some(Ok(out)), Some(data)) => Some(typed(model, facts, Ok((data, out)))),
+        (Some(Ok(out)), Some(data)) => Some(typed(model, facts, Ok((data, out)), declare)),
         (Some(Err(e)), _) => Some(Err(e)),
         _ => infer_node_with(model, facts, ix),
     }
@@ -94,8 +126,12 @@ fn infer_node_cached(
 
 /// Records the propagated facts of the non-slice node `ix` where the file declares nothing, in
 /// memory only (`ty_changed` stays false): later passes read them, the file does not change.
-fn note_facts(model: &mut Model, facts: &shape::Facts, ix: petgraph::stable_graph::NodeIndex) {
-    let symbolic = model.format() == Format::Onnx;
+fn note_facts(
+    model: &mut Model,
+    facts: &shape::Facts,
+    ix: petgraph::stable_graph::NodeIndex,
+    declare: &mut Declare,
+) {
     let node = model.graph_mut().node_mut(ix);
     if node.kind != crate::ir::NodeKind::Op {
         return;
@@ -105,11 +141,7 @@ fn note_facts(model: &mut Model, facts: &shape::Facts, ix: petgraph::stable_grap
             v.ty.dtype = f.dtype;
         }
         if v.ty.shape.is_none() {
-            v.ty.shape = f.shape.as_ref().map(|s| {
-                s.iter()
-                    .map(|d| slice_node::from_dim(d, symbolic))
-                    .collect()
-            });
+            v.ty.shape = f.shape.as_deref().map(|s| declare.shape(s));
         }
     }
 }
@@ -133,9 +165,10 @@ pub(crate) fn run_open(
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
     let mut facts = shape::propagate(model)?;
+    let mut declare = Declare::new(model.format());
     for ix in order {
-        let Some(result) = infer_node_cached(model, &mut facts, ix) else {
-            note_facts(model, &facts, ix);
+        let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare) else {
+            note_facts(model, &facts, ix, &mut declare);
             continue;
         };
         let node = model.graph().node(ix);

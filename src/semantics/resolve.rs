@@ -280,6 +280,25 @@ fn norm_clamp(v: &Dim, d: &Dim, lo: &Dim, hi: &Dim) -> Dim {
     }
 }
 
+/// A begin that is the first element for a positive step: the edge, or index 0.
+fn is_start(b: &SymBound) -> bool {
+    match b {
+        SymBound::Edge => true,
+        SymBound::Index(v) => v.as_known() == Some(0),
+        SymBound::Dynamic => false,
+    }
+}
+
+/// An end that is past the last element of any dim for a positive step: the edge, or
+/// `i64::MAX`.
+fn is_stop(e: &SymBound) -> bool {
+    match e {
+        SymBound::Edge => true,
+        SymBound::Index(v) => v.as_known() == Some(i64::MAX),
+        SymBound::Dynamic => false,
+    }
+}
+
 /// Output dim of a range on `d` (a value, an expression or an unknown with bounds) with begin and
 /// end that may be expressions: the tightest the inputs allow, exact for every value of the
 /// symbols. An unknown `d` is treated as a fresh symbol with its bounds, and the result is the
@@ -298,6 +317,12 @@ pub fn range_dim_sym(
         let r = range_dim_sym(&fresh, begin, end, step, clamp);
         let (rlo, rhi) = r.bounds();
         return Dim::unknown_bounded(rlo.unwrap_or(0).max(0), rhi);
+    }
+    // The whole axis with step 1 (every axis a Slice does not name, `x[:]`, `x[0:INT64_MAX]`):
+    // `d` itself, with no expression algebra (which would rebuild `max(d - 0, 0)` and simplify
+    // it back). Every dim is at most i64::MAX, so an end of i64::MAX is the edge.
+    if step == Some(1) && is_start(begin) && is_stop(end) {
+        return d.clone();
     }
     // Everything known: the concrete rule (no expression algebra; most slices of real models).
     if let (Some(n), Some(s)) = (d.as_known(), step.filter(|&s| s != 0)) {
@@ -553,6 +578,45 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn whole_axis_ranges_of_a_symbol_are_exact() {
+        // ONNX Slice on a symbolic axis, begins and ends at and next to the edges, steps 1, 2
+        // and -1: the symbolic dim evaluates to the concrete rule's length for every size.
+        let n = Dim::symbol("n");
+        let (max, min) = (Some(i64::MAX), Some(i64::MIN));
+        let cases = [
+            (Some(0), max),
+            (Some(0), Some(i64::MAX - 1)),
+            (Some(1), max),
+            (Some(0), Some(-1)),
+            (Some(-1), min),
+            (Some(0), Some(5)),
+        ];
+        for (b, e) in cases {
+            for step in [1i64, 2, -1] {
+                let plan = onnx_slice(&[b], &[e], Some(&[0]), Some(&[Some(step)]), 1, 13).unwrap();
+                for clamp in [Clamp::Ov, Clamp::Tf] {
+                    let sym = resolve_dims(&plan, std::slice::from_ref(&n), clamp).unwrap();
+                    for nv in 0..12i64 {
+                        let want = output_shape(&plan, &[nv as u64], clamp).unwrap()[0] as i64;
+                        let bind: HashMap<String, i64> = [("n".into(), nv)].into();
+                        assert_eq!(
+                            sym[0].eval(&bind),
+                            Some(want),
+                            "n={nv} [{b:?}:{e:?}:{step}] {clamp:?}: {}",
+                            sym[0]
+                        );
+                    }
+                }
+            }
+        }
+        // The edge on both sides with step 1 is the dim itself, symbol or unknown.
+        for d in [n.clone(), Dim::unknown_bounded(2, Some(9))] {
+            let edges = range_dim_sym(&d, &SymBound::Edge, &SymBound::Edge, Some(1), Clamp::Ov);
+            assert_eq!(edges, d);
         }
     }
 
