@@ -164,7 +164,7 @@ pub(crate) fn run_open(
         .graph()
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
-    let mut facts = shape::propagate(model)?;
+    let mut facts = shape::propagate_ordered(model, &order);
     let mut declare = Declare::new(model.format());
     for ix in order {
         let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare) else {
@@ -172,24 +172,22 @@ pub(crate) fn run_open(
             continue;
         };
         let node = model.graph().node(ix);
-        let (name, op) = (node.name.clone(), node.op_type.clone());
+        // Names are copied only for a report entry or an error (not once per slice).
+        let names = || (node.name.clone(), node.op_type.clone());
         match result {
             Ok((mut ty, dims)) => {
                 if dims.iter().any(semantics::Dim::is_unknown) {
                     open.push(ix);
                 }
-                let before = node
-                    .outputs
-                    .first()
-                    .map(|v| v.ty.clone())
-                    .unwrap_or_default();
+                let undeclared = ValueType::default();
+                let before = node.outputs.first().map_or(&undeclared, |v| &v.ty);
                 if ty.dtype.is_none() {
                     ty.dtype = before.dtype;
                 }
-                if ty != before {
+                if ty != *before {
                     report.change(|| Change {
-                        node: name,
-                        op,
+                        node: node.name.clone(),
+                        op: node.op_type.clone(),
                         what: "shape inferred".into(),
                         before: Some(crate::ir::show_shape(before.shape.as_deref())),
                         after: Some(crate::ir::show_shape(Some(&dims))),
@@ -202,28 +200,33 @@ pub(crate) fn run_open(
                 }
             }
             Err(DecodeError::Invalid(source)) => {
+                let (name, op) = names();
                 return Err(Error::Slice {
                     node: name,
                     op,
                     source,
-                })
+                });
             }
             Err(DecodeError::Malformed(message)) => {
+                let (name, op) = names();
                 return Err(Error::Node {
                     path: model.path().to_path_buf(),
                     node: name,
                     op,
                     message,
-                })
+                });
             }
             Err(DecodeError::Unknown(why)) => {
                 open.push(ix);
-                report.skip(|| Change {
-                    node: name,
-                    op,
-                    what: why,
-                    before: None,
-                    after: None,
+                report.skip(|| {
+                    let (name, op) = names();
+                    Change {
+                        node: name,
+                        op,
+                        what: why,
+                        before: None,
+                        after: None,
+                    }
                 })
             }
         }

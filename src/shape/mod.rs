@@ -344,6 +344,31 @@ pub fn declared_fact(graph: &Graph, outlet: OutletId) -> Fact {
     }
 }
 
+/// [`merge`] with the declaration read only when it can add something: when the computed fact
+/// lacks the element type, the rank or a dim (most do not, and reading a declaration builds
+/// its dims).
+fn merge_with(computed: Fact, declared: impl FnOnce() -> Fact) -> Fact {
+    let complete = computed.dtype.is_some()
+        && computed
+            .shape
+            .as_ref()
+            .is_some_and(|s| !s.iter().any(Dim::is_unknown));
+    if complete {
+        let Fact {
+            dtype,
+            shape,
+            value,
+        } = computed;
+        return Fact {
+            dtype,
+            shape,
+            value: None,
+        }
+        .with_value(value);
+    }
+    merge(computed, declared())
+}
+
 /// Combines what a rule computed with what the file declares: the computed dim unless it is
 /// unknown and the declaration says more. A rank disagreement keeps the computed shape.
 fn merge(computed: Fact, declared: Fact) -> Fact {
@@ -388,11 +413,24 @@ fn rule(cx: &Ctx) -> Vec<Fact> {
 
 /// Propagates facts through `model`'s graph.
 pub fn propagate(model: &Model) -> Result<Facts> {
+    let order = model
+        .graph()
+        .topo_order()
+        .map_err(|c| Error::cycle(model.path(), c))?;
+    Ok(propagate_ordered(model, &order))
+}
+
+/// [`propagate`] along `order`, a topological order of `model`'s graph
+/// ([`Graph::topo_order`]) the caller already has.
+pub fn propagate_ordered(model: &Model, order: &[NodeIndex]) -> Facts {
     let graph = model.graph();
-    propagate_seeded(graph, model.format(), model.onnx_opset(), &|ix| {
-        graph.seeds.get(&ix).cloned()
-    })
-    .map_err(|c| Error::cycle(model.path(), c))
+    propagate_in(
+        graph,
+        model.format(),
+        model.onnx_opset(),
+        &|ix| graph.seeds.get(&ix).cloned(),
+        order,
+    )
 }
 
 /// Propagates facts through `graph` (see the module documentation).
@@ -413,6 +451,17 @@ pub(crate) fn propagate_seeded(
     seed: &dyn Fn(NodeIndex) -> Option<Fact>,
 ) -> std::result::Result<Facts, crate::ir::Cycle> {
     let order = graph.topo_order()?;
+    Ok(propagate_in(graph, format, onnx_opset, seed, &order))
+}
+
+/// [`propagate_seeded`] along `order`, a topological order of `graph`.
+fn propagate_in(
+    graph: &Graph,
+    format: Format,
+    onnx_opset: i64,
+    seed: &dyn Fn(NodeIndex) -> Option<Fact>,
+    order: &[NodeIndex],
+) -> Facts {
     // Sized once: grown by doubling, the memo map rehashed itself a dozen times on a graph of
     // 100,000 slices.
     let slice_count = order
@@ -427,7 +476,7 @@ pub(crate) fn propagate_seeded(
         span: vec![(0, 0); graph.g.node_bound()],
         slices,
     };
-    for ix in order {
+    for &ix in order {
         let node = graph.node(ix);
         match node.kind {
             NodeKind::Const(_) => {
@@ -463,13 +512,59 @@ pub(crate) fn propagate_seeded(
                     facts.slices.insert(ix, r);
                 }
                 computed.resize_with(node.outputs.len(), Fact::default);
-                let out = computed
-                    .into_iter()
-                    .enumerate()
-                    .map(|(port, c)| merge(c, declared_fact(graph, OutletId { node: ix, port })));
+                let out = computed.into_iter().enumerate().map(|(port, c)| {
+                    merge_with(c, || declared_fact(graph, OutletId { node: ix, port }))
+                });
                 facts.set(ix, out);
             }
         }
     }
-    Ok(facts)
+    facts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_declaration_is_read_only_when_it_can_add_something() {
+        let n = Dim::symbol("n");
+        let shapes = [
+            None,
+            Some(vec![Dim::known(2), n.clone()]),
+            Some(vec![Dim::unknown(), Dim::known(3)]),
+            Some(vec![Dim::unknown_bounded(1, Some(4))]),
+            Some(vec![]),
+        ];
+        let dtypes = [None, Some(DType::I64), Some(DType::F32)];
+        let values = [None, Some(vec![Dim::known(7), n.clone()])];
+        let mut facts = Vec::new();
+        for dtype in dtypes {
+            for shape in &shapes {
+                for value in &values {
+                    facts.push(Fact {
+                        dtype,
+                        shape: shape.clone(),
+                        value: value.clone(),
+                    });
+                }
+            }
+        }
+        for computed in &facts {
+            for declared in &facts {
+                let read = std::cell::Cell::new(false);
+                let lazy = merge_with(computed.clone(), || {
+                    read.set(true);
+                    declared.clone()
+                });
+                assert_eq!(lazy, merge(computed.clone(), declared.clone()));
+                let complete = computed.dtype.is_some()
+                    && computed
+                        .shape
+                        .as_ref()
+                        .is_some_and(|s| s.iter().all(|d| !d.is_unknown()));
+                assert_eq!(read.get(), !complete, "{computed:?}");
+            }
+        }
+    }
 }
