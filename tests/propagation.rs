@@ -320,3 +320,36 @@ fn concat_of_many_clamped_slices_propagates_exactly() {
     }
     assert!(start.elapsed().as_secs() < 30, "took {:?}", start.elapsed());
 }
+
+/// `propagate_ordered` along the graph's topological order gives the facts `propagate` gives,
+/// on every ONNX and OpenVINO model shipped in `models/`, output by output.
+#[test]
+fn ordered_propagation_equals_propagation_on_every_shipped_model() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let mut paths: Vec<_> = std::fs::read_dir(&dir)
+        .expect("models/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("onnx" | "xml")))
+        .collect();
+    paths.sort();
+    let mut compared = 0usize;
+    for path in &paths {
+        let model = Model::load(path).expect("loads");
+        let order = model.graph().topo_order().expect("acyclic");
+        let eager = shape::propagate(&model).expect("propagates");
+        let ordered = shape::propagate_ordered(&model, &order);
+        let g = model.graph();
+        for ix in g.g.node_indices() {
+            assert_eq!(
+                eager.outputs(ix),
+                ordered.outputs(ix),
+                "{}: node {}",
+                path.display(),
+                g.node(ix).name
+            );
+            compared += eager.outputs(ix).len();
+        }
+    }
+    assert!(paths.len() >= 40, "{} models", paths.len());
+    assert!(compared > 300, "{compared} outputs compared");
+}
