@@ -643,6 +643,47 @@ fn duplicate_initializer_names_are_refused() {
     );
 }
 
+/// The onnx checker (onnx 1.19, `full_check`) refuses a graph input `w` with two
+/// initializers `w` ("w initializer name is not unique") and accepts it with one: the input
+/// shadows that initializer, which stays in the file.
+#[test]
+fn a_graph_input_shadows_one_initializer_and_never_two() {
+    let t = tmp();
+    let root = t.path();
+    let model = |inits: Vec<proto::TensorProto>| {
+        let mut m = add_model(2, vec![]);
+        let g = m.graph.as_mut().unwrap();
+        g.input = vec![f32_input("w", 2)];
+        g.initializer = inits;
+        g.node = vec![common::node("Identity", "id", &["w"], &["y"])];
+        m
+    };
+    let two = root.join("two.onnx");
+    write_model(
+        &two,
+        &model(vec![
+            common::i64_tensor("w", &[1, 2]),
+            common::i64_tensor("w", &[3, 4]),
+        ]),
+    );
+    every_command_refuses(
+        root,
+        &two,
+        &root.join("o.onnx"),
+        "initializer 'w' is defined twice",
+    );
+    let one = root.join("one.onnx");
+    write_model(&one, &model(vec![common::i64_tensor("w", &[1, 2])]));
+    let out = root.join("one.opt.onnx");
+    let r = run(&[&one, p("-o"), &out]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let written = proto::ModelProto::decode(std::fs::read(&out).unwrap().as_slice()).unwrap();
+    let g = written.graph.unwrap();
+    assert_eq!(g.input.len(), 1);
+    assert_eq!(g.initializer.len(), 1, "the shadowed initializer is kept");
+    assert_eq!(g.initializer[0].name(), "w");
+}
+
 // 9. IR that OpenVINO's reader refuses; a directory named like a model.
 
 #[test]

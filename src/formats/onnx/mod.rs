@@ -912,8 +912,6 @@ fn build_graph<'g>(
     }
     // Like the onnx checker: a name is defined once. ONNX Runtime takes the last of two
     // initializers of one name, a fold would take the first: refuse rather than guess.
-    let mut init_names: HashSet<&str> = HashSet::default();
-    init_names.reserve(inits.len() + g.sparse_initializer.len());
     let mut init_name = Vec::with_capacity(inits.len());
     for (i, rec) in inits.iter().enumerate() {
         init_name.push(
@@ -922,26 +920,37 @@ fn build_graph<'g>(
             })?,
         );
     }
-    for name in init_name.iter().copied().chain(
-        g.sparse_initializer
-            .iter()
-            .map(|t| t.values.as_ref().map(|v| v.name()).unwrap_or_default()),
-    ) {
-        if !name.is_empty() && !init_names.insert(name) {
-            return Err(fmt_err(
-                path,
-                format!(
-                    "initializer '{name}' is defined twice (the onnx checker refuses such a model)"
-                ),
-            ));
-        }
-    }
+    let twice = |name: &str| {
+        fmt_err(
+            path,
+            format!(
+                "initializer '{name}' is defined twice (the onnx checker refuses such a model)"
+            ),
+        )
+    };
+    // Duplicates are found in `producers`, one hash per initializer (a set of their own names
+    // and a separate check for graph inputs were two more each, and most of a model's names
+    // are initializers'). An initializer a graph input shadows is not in `producers`: those
+    // are remembered here, to refuse a second initializer of the same name all the same.
+    let mut shadowed: HashSet<&str> = HashSet::default();
+    let is_input = |graph: &Graph, o: &OutletId| graph.node(o.node).kind == NodeKind::Input;
     let mut uses_external = false;
     for (i, (rec, &name)) in inits.iter().zip(&init_name).enumerate() {
-        if producers.contains_key(name) {
-            // Shadowed by a graph input of the same name: kept in the record only.
-            continue;
-        }
+        // An empty name defines nothing (no input can name it), but the constant is kept.
+        let slot = if name.is_empty() {
+            None
+        } else {
+            match producers.entry(name) {
+                std::collections::hash_map::Entry::Occupied(o) => {
+                    if !is_input(&graph, o.get()) || !shadowed.insert(name) {
+                        return Err(twice(name));
+                    }
+                    // Shadowed by a graph input of the same name: kept in the record only.
+                    continue;
+                }
+                std::collections::hash_map::Entry::Vacant(v) => Some(v),
+            }
+        };
         // Most records (raw data in the file): read in place.
         let tensor = match light_tensor(rec) {
             Some(tensor) => tensor,
@@ -977,10 +986,21 @@ fn build_graph<'g>(
         }];
         node.kind = NodeKind::Const(Box::new(tensor));
         let ix = graph.add_node(node);
-        define(&mut producers, name, OutletId { node: ix, port: 0 });
+        if let Some(slot) = slot {
+            slot.insert(OutletId { node: ix, port: 0 });
+        }
     }
     for (i, t) in g.sparse_initializer.iter().enumerate() {
         let name = t.values.as_ref().map(|v| v.name()).unwrap_or_default();
+        if !name.is_empty() {
+            match producers.get(name) {
+                // A sparse initializer takes a graph input's name over (as before).
+                Some(o) if !is_input(&graph, o) || shadowed.contains(name) => {
+                    return Err(twice(name))
+                }
+                _ => {}
+            }
+        }
         let mut node = Node::op(name, "SparseInitializer", "");
         node.origin = Origin::OnnxSparseInitializer(i);
         node.order = (1, (inits.len() + i) as u64);
