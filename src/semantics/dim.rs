@@ -704,10 +704,18 @@ fn mk_div(e: &Lin, d: i128) -> Option<Lin> {
     whole.add(&inner)
 }
 
+/// One normal form per dim: a constant that fits `i64` is always `Known` (never an `Expr`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Repr {
-    Expr(Lin),
-    Unknown { lo: i64, hi: Option<i64> },
+    /// A known value.
+    Known(i64),
+    /// Any other expression (a constant only beyond `i64`). Shared: copying a dim, as every
+    /// shape function does for the dims it passes through, is a count, not an allocation.
+    Expr(Arc<Lin>),
+    Unknown {
+        lo: i64,
+        hi: Option<i64>,
+    },
 }
 
 /// A dimension: known value, symbolic expression, or unknown, with bounds.
@@ -723,7 +731,30 @@ fn to_i64(v: i128) -> Option<i64> {
 impl Dim {
     /// A known value.
     pub fn known(v: i64) -> Dim {
-        Dim(Repr::Expr(Lin::constant(v as i128)))
+        Dim(Repr::Known(v))
+    }
+    /// The dim of expression `l`, in normal form.
+    fn from_lin(l: Lin) -> Dim {
+        match l.as_const() {
+            Some(c) => Dim::from_const(c),
+            None => Dim(Repr::Expr(Arc::new(l))),
+        }
+    }
+    /// The dim of constant `c`, in normal form.
+    fn from_const(c: i128) -> Dim {
+        match to_i64(c) {
+            Some(v) => Dim(Repr::Known(v)),
+            None => Dim(Repr::Expr(Arc::new(Lin::constant(c)))),
+        }
+    }
+    /// The expression, `None` for an unknown dim (a known value's is built: it allocates
+    /// nothing).
+    fn lin(&self) -> Option<std::borrow::Cow<'_, Lin>> {
+        match &self.0 {
+            Repr::Known(v) => Some(std::borrow::Cow::Owned(Lin::constant(*v as i128))),
+            Repr::Expr(l) => Some(std::borrow::Cow::Borrowed(l)),
+            Repr::Unknown { .. } => None,
+        }
     }
     /// A symbol with bounds `[0, ∞)`.
     pub fn symbol(name: &str) -> Dim {
@@ -736,11 +767,11 @@ impl Dim {
         if hi == Some(lo) {
             return Dim::known(lo);
         }
-        Dim(Repr::Expr(Lin::atom(Atom::Sym(Symbol {
+        Dim(Repr::Expr(Arc::new(Lin::atom(Atom::Sym(Symbol {
             name: name.into(),
             lo,
             hi,
-        }))))
+        })))))
     }
     /// An unknown dim, bounds `[0, ∞)`.
     pub fn unknown() -> Dim {
@@ -762,6 +793,10 @@ impl Dim {
 
     fn iv(&self) -> Iv {
         match &self.0 {
+            Repr::Known(v) => Iv {
+                lo: Some(*v as i128),
+                hi: Some(*v as i128),
+            },
             Repr::Expr(l) => l.tight(),
             Repr::Unknown { lo, hi } => Iv {
                 lo: Some(*lo as i128),
@@ -773,8 +808,9 @@ impl Dim {
     /// The value when known.
     pub fn as_known(&self) -> Option<i64> {
         match &self.0 {
-            Repr::Expr(l) => l.as_const().and_then(to_i64),
-            Repr::Unknown { .. } => None,
+            Repr::Known(v) => Some(*v),
+            // A constant beyond i64 (nothing else is a constant `Expr`).
+            Repr::Expr(_) | Repr::Unknown { .. } => None,
         }
     }
     /// True for a value, false for an expression or unknown.
@@ -804,6 +840,7 @@ impl Dim {
     /// the value does not fit `i64`.
     pub fn eval(&self, bindings: &HashMap<String, i64>) -> Option<i64> {
         match &self.0 {
+            Repr::Known(v) => Some(*v),
             Repr::Expr(l) => l.eval(bindings).and_then(to_i64),
             Repr::Unknown { .. } => None,
         }
@@ -820,13 +857,18 @@ impl Dim {
         k: impl Fn(i128, i128) -> Option<i128>,
     ) -> Dim {
         // Intermediate constants may exceed i64 (they are i128); only `as_known` needs a fit.
-        match (&self.0, &o.0) {
-            (Repr::Expr(a), Repr::Expr(b)) => {
+        if let (Repr::Known(x), Repr::Known(y)) = (&self.0, &o.0) {
+            if let Some(v) = k(*x as i128, *y as i128) {
+                return Dim::from_const(v);
+            }
+        }
+        match (self.lin(), o.lin()) {
+            (Some(a), Some(b)) => {
                 if let Some(v) = a.as_const().zip(b.as_const()).and_then(|(x, y)| k(x, y)) {
-                    return Dim(Repr::Expr(Lin::constant(v)));
+                    return Dim::from_const(v);
                 }
-                match f(a, b) {
-                    Some(l) => Dim(Repr::Expr(l)),
+                match f(&a, &b) {
+                    Some(l) => Dim::from_lin(l),
                     None => Dim::from_iv(iv(self.iv(), o.iv())),
                 }
             }
@@ -895,15 +937,15 @@ impl Dim {
                 Iv { lo: None, hi: None }
             })
         };
-        match &self.0 {
-            Repr::Expr(a) => match a.as_const() {
-                Some(c) if d >= 1 => Dim(Repr::Expr(Lin::constant(c.div_euclid(d)))),
-                _ => match mk_div(a, d) {
-                    Some(l) => Dim(Repr::Expr(l)),
+        match self.lin() {
+            Some(a) => match a.as_const() {
+                Some(c) if d >= 1 => Dim::from_const(c.div_euclid(d)),
+                _ => match mk_div(&a, d) {
+                    Some(l) => Dim::from_lin(l),
                     None => fallback(),
                 },
             },
-            Repr::Unknown { .. } => fallback(),
+            None => fallback(),
         }
     }
 }
@@ -937,14 +979,10 @@ impl Dim {
     /// The expression in the syntax ONNX Runtime's symbolic shape inference writes in a
     /// `dim_param` (`min(N, 4)`, `floor((N + 1)/2)`, `N*M`); `None` for an unknown dim.
     pub fn to_onnx(&self) -> Option<String> {
-        match &self.0 {
-            Repr::Expr(l) => {
-                let mut s = String::new();
-                fmt_lin(l, &mut s, Style::Onnx).ok()?;
-                Some(s)
-            }
-            Repr::Unknown { .. } => None,
-        }
+        let l = self.lin()?;
+        let mut s = String::new();
+        fmt_lin(&l, &mut s, Style::Onnx).ok()?;
+        Some(s)
     }
 
     /// True when `self` and `o` are equal for every value of the symbols (within their bounds):
@@ -1227,6 +1265,7 @@ impl fmt::Display for Dim {
     /// `5`, `N - 1`, `(N + 1) / 2`, `min(N, 4)`; an unknown dim prints `?` or its bounds `lo..hi`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
+            Repr::Known(v) => fmt_lin(&Lin::constant(*v as i128), f, Style::Ours),
             Repr::Expr(l) => fmt_lin(l, f, Style::Ours),
             Repr::Unknown { lo, hi } => match (lo, hi) {
                 (lo, None) if *lo <= 0 => write!(f, "?"),
@@ -1240,6 +1279,45 @@ impl fmt::Display for Dim {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A constant has one form however it is reached (a value, an expression whose symbols
+    /// cancel, a detour beyond `i64`): equal, hashed equally, printed as the number.
+    #[test]
+    fn constants_have_one_normal_form_however_reached() {
+        use std::hash::{BuildHasher, RandomState};
+        let n = Dim::symbol("N");
+        let m = Dim::symbol_bounded("M", 2, Some(9));
+        let big = Dim::known(i64::MAX).add(&Dim::known(1));
+        assert_eq!(big.as_known(), None, "2^63 does not fit i64");
+        let cases = [
+            (n.sub(&n), 0),
+            (n.add_const(1).sub(&n), 1),
+            (n.mul_const(2).add_const(2).div_floor(2).sub(&n), 1),
+            (m.min(&Dim::known(20)).sub(&m), 0),
+            (m.max(&Dim::known(1)).sub(&m), 0),
+            (big.sub(&Dim::known(1)), i64::MAX),
+            (
+                Dim::known(i64::MIN).sub(&Dim::known(1)).add_const(1),
+                i64::MIN,
+            ),
+            (Dim::known(7).mul(&Dim::known(-3)), -21),
+            (Dim::known(-7).div_floor(2), -4),
+            (Dim::symbol_bounded("K", 5, Some(5)), 5),
+            (Dim::unknown_bounded(3, Some(3)), 3),
+            (n.mul_const(0), 0),
+            (n.neg().add(&n), 0),
+        ];
+        let h = RandomState::new();
+        for (i, (d, v)) in cases.into_iter().enumerate() {
+            let k = Dim::known(v);
+            assert_eq!(d, k, "case {i}: {d}");
+            assert_eq!(h.hash_one(&d), h.hash_one(&k), "case {i}");
+            assert_eq!(d.as_known(), Some(v), "case {i}");
+            assert_eq!(d.to_string(), v.to_string(), "case {i}");
+            assert_eq!(d.to_onnx(), Some(v.to_string()), "case {i}");
+            assert_eq!(d.bounds(), (Some(v), Some(v)), "case {i}");
+        }
+    }
 
     /// The length of a Concat of a hundred slices `x[s:]` (`s` = 0, 1, 2, ...) of a dim `N`:
     /// the sum of `max(N - s, 0)`. Distributed at every step its min/max form doubled every
