@@ -345,7 +345,13 @@ struct StreamWriter<'a> {
     /// next byte, so an unchanged stretch of the input (tensor headers and data alike) is
     /// one copy, not one per tensor.
     pending: Option<Pending>,
+    /// By source: `Some(offset)` for a map whose pages may be given back (see
+    /// [`write_model_releasing`]), the offset up to which they were; `None` for the others.
+    released: Vec<Option<u64>>,
 }
+
+/// Pages of a source the output has moved past are given back this many bytes at a time.
+const RELEASE_EVERY: u64 = 4 << 20;
 
 /// Bytes `start..end` of `sources[src]`'s file, still to be copied to the output.
 #[derive(Debug, Clone, Copy)]
@@ -362,7 +368,51 @@ impl<'a> StreamWriter<'a> {
             buf: Vec::with_capacity(FLUSH_AT + 64 * 1024),
             sources,
             pending: None,
+            released: vec![None; sources.len()],
         }
+    }
+
+    /// Notes that the bytes `b` were read to be written: when they lie in a source whose
+    /// pages may be given back, the pages before them are given back (see
+    /// [`StreamWriter::release_behind`]).
+    fn read_from_source(&mut self, b: &[u8]) {
+        if self.released.iter().all(Option::is_none) {
+            return;
+        }
+        let p = b.as_ptr() as usize;
+        for (src, s) in self.sources.iter().enumerate() {
+            let base = s.map.as_ptr() as usize;
+            if p >= base && p < base + s.map.len() {
+                self.release_behind(src, (p - base) as u64);
+                return;
+            }
+        }
+    }
+
+    /// Gives back the pages of `sources[src]` before `offset`, the point the output has
+    /// read up to, when that source's pages may be given back: records are written in about
+    /// the order they were read, each unchanged one read (and compared) once, so a save no
+    /// longer holds the whole input file in its resident set. A page read again later (a
+    /// record written out of order) is mapped again.
+    fn release_behind(&mut self, src: usize, offset: u64) {
+        let Some(Some(from)) = self.released.get(src).copied() else {
+            return;
+        };
+        const PAGE: u64 = 4096;
+        let upto = offset / PAGE * PAGE;
+        if upto < from + RELEASE_EVERY {
+            return;
+        }
+        let map = &self.sources[src].map;
+        if let (Ok(a), Ok(b)) = (usize::try_from(from), usize::try_from(upto)) {
+            if let Some(range) = map.get(a..b) {
+                // SAFETY: `write_model_releasing`'s caller vouched that this source's map is
+                // a whole read-only shared file map; `a` is a multiple of the page size and
+                // the map starts on a page.
+                unsafe { super::release_resident_range(range) };
+            }
+        }
+        self.released[src] = Some(upto);
     }
 
     /// Expects the output to start as the file of `sources[src]` does (an unchanged model
@@ -421,11 +471,13 @@ impl<'a> StreamWriter<'a> {
         }
         if let Some(p) = self.pending {
             if self.buf_continues(&p) {
-                self.pending = Some(Pending {
+                let p = Pending {
                     end: p.end + self.buf.len() as u64,
                     ..p
-                });
+                };
+                self.pending = Some(p);
                 self.buf.clear();
+                self.release_behind(p.src, p.end);
                 return Ok(());
             }
             self.flush_pending()?;
@@ -467,6 +519,10 @@ impl<'a> StreamWriter<'a> {
     fn bytes(&mut self, b: &Bytes) -> io::Result<()> {
         if b.len() < BIG {
             self.buf.extend_from_slice(b);
+            if self.buf.len() >= FLUSH_AT {
+                // Once per flush: the last record read tells how far the input was read.
+                self.read_from_source(b);
+            }
             return self.maybe_flush();
         }
         self.flush()?;
@@ -648,6 +704,26 @@ pub fn write_model(
 ) -> io::Result<()> {
     let mut w = StreamWriter::new(out, sources);
     // `sources[0]` is the model file read: an unchanged start of the model is copied from it.
+    w.expect_source_prefix(0);
+    w.model(m, graph)
+}
+
+/// [`write_model`], giving back the pages of `sources[0]` the output has moved past.
+///
+/// # Safety
+/// `sources[0].map` must be a whole read-only shared map of a file (as the loader makes
+/// it), whose contents nothing changes while it is written: giving back a page of anything
+/// else (a heap buffer) would lose its contents.
+pub(crate) unsafe fn write_model_releasing(
+    out: &File,
+    m: &ModelProto,
+    graph: Option<&GraphOut<'_>>,
+    sources: &[Source],
+) -> io::Result<()> {
+    let mut w = StreamWriter::new(out, sources);
+    if let Some(r) = w.released.first_mut() {
+        *r = Some(0);
+    }
     w.expect_source_prefix(0);
     w.model(m, graph)
 }
