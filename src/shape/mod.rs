@@ -102,7 +102,8 @@ pub struct Facts {
     /// not one per node: a graph of 600,000 nodes made 600,000 small allocations).
     flat: Vec<Fact>,
     /// Where each node's facts lie in `flat`: (start, count), by node index.
-    span: Vec<(usize, usize)>,
+    /// 32-bit: 8 bytes a node, not 16 (facts past 2^32 - 1 are dropped: read as unknown).
+    span: Vec<(u32, u32)>,
     /// What [`slice::slice_dims`] gave for each slice node during propagation, for pass
     /// `infer` to take instead of resolving every slice a second time: `slice_at[node index]`
     /// is 1 + the memo's position in `slices`, 0 for none. By node index, not a hash map: on
@@ -150,7 +151,7 @@ impl Facts {
     pub fn outputs(&self, node: NodeIndex) -> &[Fact] {
         self.span
             .get(node.index())
-            .and_then(|&(start, n)| self.flat.get(start..start + n))
+            .and_then(|&(start, n)| self.flat.get(start as usize..start as usize + n as usize))
             .unwrap_or(&[])
     }
 
@@ -189,7 +190,10 @@ impl Facts {
         }
         let start = self.flat.len();
         self.flat.extend(facts);
-        self.span[i] = (start, self.flat.len() - start);
+        self.span[i] = match (u32::try_from(start), u32::try_from(self.flat.len() - start)) {
+            (Ok(s), Ok(n)) => (s, n),
+            _ => (0, 0),
+        };
     }
 }
 

@@ -268,7 +268,7 @@ impl OnnxModel {
                     .graph
                     .node(e.source())
                     .outputs
-                    .get(e.weight().src_port)
+                    .get(e.weight().src_port as usize)
                     .map(|v| v.name.as_str());
                 if !name.is_some_and(|n| free.contains(n)) {
                     dropped.push(e.id());
@@ -1160,7 +1160,7 @@ fn build_graph<'g>(
                 src.node,
                 ix,
                 Wire {
-                    src_port: src.port,
+                    src_port: Wire::port(src.port),
                     dst_port: Wire::CAPTURED,
                 },
             );

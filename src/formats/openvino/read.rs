@@ -631,14 +631,7 @@ impl OvModel {
                     message: format!("input port {} is fed by more than one edge", to.2),
                 });
             }
-            graph.g.add_edge(
-                from.0,
-                to.0,
-                Wire {
-                    src_port: from.1,
-                    dst_port: to.1,
-                },
-            );
+            graph.g.add_edge(from.0, to.0, Wire::new(from.1, to.1));
         }
         if let Some((_, span)) = bad {
             return Err(bad_edge(path, &source, span));

@@ -388,7 +388,7 @@ impl<'a> Writer<'a> {
                 || n.outputs.iter().any(|v| v.ty_changed)
                 || g.g
                     .edges_directed(ix, Direction::Incoming)
-                    .any(|e| changed_value(e.source(), e.weight().src_port))
+                    .any(|e| changed_value(e.source(), e.weight().src_port as usize))
         };
 
         // The original `.bin` ranges the written Const layers refer to.
@@ -531,8 +531,8 @@ impl<'a> Writer<'a> {
             g.g.edges_directed(dst, Direction::Incoming)
                 .find(|x| {
                     x.source() == src
-                        && x.weight().src_port == sp
-                        && x.weight().dst_port == dp
+                        && x.weight().src_port as usize == sp
+                        && x.weight().dst_port as usize == dp
                         && !covered.get(x.id().index()).copied().unwrap_or(true)
                 })
                 .map(|x| x.id())
@@ -559,7 +559,7 @@ impl<'a> Writer<'a> {
                         .get(e.target().index())
                         .copied()
                         .unwrap_or(usize::MAX),
-                    e.weight().dst_port,
+                    e.weight().dst_port as usize,
                     e.id(),
                 )
             })
@@ -574,8 +574,10 @@ impl<'a> Writer<'a> {
             let (Some(ps), Some(pt)) = (place(s), place(t)) else {
                 continue;
             };
-            let (Some(fp), Some(tp)) = (ps.outputs.get(w.src_port), pt.inputs.get(w.dst_port))
-            else {
+            let (Some(fp), Some(tp)) = (
+                ps.outputs.get(w.src_port as usize),
+                pt.inputs.get(w.dst_port as usize),
+            ) else {
                 let n = g.node(t);
                 return Err(self.err(
                     n,
