@@ -106,11 +106,16 @@ pub struct Facts {
     span: Vec<(u32, u32)>,
     /// What [`slice::slice_dims`] gave for each slice node during propagation, for pass
     /// `infer` to take instead of resolving every slice a second time: `slice_at[node index]`
-    /// is 1 + the memo's position in `slices`, 0 for none. By node index, not a hash map: on
-    /// a graph of 100,000 slices, inserting and taking through a map were 17 % of `infer`.
+    /// is 1 + the memo's position in `slices`, 0 for none, [`OUTPUT_SHAPE`] for `Ok(None)`
+    /// (the commonest memo, kept without an entry: 48 bytes a slice). By node index, not a
+    /// hash map: on a graph of 100,000 slices, inserting and taking through a map were 17 %
+    /// of `infer`.
     slice_at: Vec<u32>,
     slices: Vec<Option<SliceMemo>>,
 }
+
+/// [`Facts::slice_at`] of a slice whose memo is `Ok(None)`.
+const OUTPUT_SHAPE: u32 = u32::MAX;
 
 /// The result of [`slice::slice_dims`] without the decoded node.
 pub(crate) type SliceDims = std::result::Result<Vec<Dim>, crate::passes::slice_node::DecodeError>;
@@ -138,7 +143,10 @@ impl Facts {
     /// Takes what propagation resolved for the slice node `node` (once: a second call gets
     /// `None`).
     pub(crate) fn take_slice_dims(&mut self, node: NodeIndex) -> Option<SliceDims> {
-        let at = *self.slice_at.get(node.index())?;
+        let at = std::mem::take(self.slice_at.get_mut(node.index())?);
+        if at == OUTPUT_SHAPE {
+            return self.outputs(node).first()?.shape.clone().map(Ok);
+        }
         let memo = self.slices.get_mut((at as usize).checked_sub(1)?)?.take()?;
         match memo {
             Ok(Some(dims)) => Some(Ok(dims)),
@@ -171,8 +179,12 @@ impl Facts {
     /// Keeps what propagation resolved for the slice node `node`, for [`Facts::take_slice_dims`]
     /// (dropped past 2^32 - 1 memos: `infer` then resolves the slice again).
     fn keep_slice_dims(&mut self, node: NodeIndex, memo: SliceMemo) {
-        let Ok(at) = u32::try_from(self.slices.len() + 1) else {
-            return;
+        let at = match &memo {
+            Ok(None) => OUTPUT_SHAPE,
+            _ => match u32::try_from(self.slices.len() + 1) {
+                Ok(at) if at != OUTPUT_SHAPE => at,
+                _ => return,
+            },
         };
         let i = node.index();
         if self.slice_at.len() <= i {
@@ -180,7 +192,9 @@ impl Facts {
             self.slice_at.resize(self.span.len().max(i + 1), 0);
         }
         self.slice_at[i] = at;
-        self.slices.push(Some(memo));
+        if at != OUTPUT_SHAPE {
+            self.slices.push(Some(memo));
+        }
     }
 
     fn set(&mut self, node: NodeIndex, facts: impl IntoIterator<Item = Fact>) {
