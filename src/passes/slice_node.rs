@@ -121,10 +121,12 @@ fn param(
                 t.shape
             )));
         }
-        let v = t.to_i64_vec().ok_or_else(|| {
+        // Read in place into the one vector returned (not collected twice: slices are decoded
+        // by the hundred thousand).
+        let v = t.i64_values().ok_or_else(|| {
             DecodeError::Malformed(format!("input {port} ({what}): unreadable data"))
         })?;
-        return Ok(Some(v.into_iter().map(Some).collect()));
+        return Ok(Some(v.map(Some).collect()));
     }
     if let Some(f) = facts.map(|f| f.get(src)) {
         // Propagated facts: the value (known elements as integers), else the length.

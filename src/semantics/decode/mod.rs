@@ -69,7 +69,13 @@ pub(crate) fn axes_slice(
             check: None,
         })
         .collect();
-    let mut seen = vec![false; input_rank];
+    // Axes already given: a bit each (no allocation) up to rank 128.
+    let mut seen_small = 0u128;
+    let mut seen_big = if input_rank > 128 {
+        vec![false; input_rank]
+    } else {
+        Vec::new()
+    };
     for i in 0..n {
         let raw = match axes {
             Some(a) => a[i],
@@ -89,10 +95,18 @@ pub(crate) fn axes_slice(
                 })
             }
         };
-        if seen[axis] {
+        let repeated = match seen_big.get_mut(axis) {
+            Some(seen) => std::mem::replace(seen, true),
+            None => {
+                let bit = 1u128 << axis;
+                let seen = seen_small & bit != 0;
+                seen_small |= bit;
+                seen
+            }
+        };
+        if repeated {
             return Err(SliceError::RepeatedAxis { axis });
         }
-        seen[axis] = true;
         let step = match steps {
             Some(s) => s[i],
             None => Some(1),
@@ -113,4 +127,40 @@ pub(crate) fn axes_slice(
         input_rank,
         axes: axes_plan,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Slice-8's axes "are required to be unique" (OpenVINO spec), counted after negative
+    /// axes are normalized; at every rank, those past 128 included.
+    #[test]
+    fn a_repeated_axis_is_refused_at_any_rank() {
+        let plan = |axes: &[i64], rank: usize| {
+            let n = axes.len();
+            ov_slice8::ov_slice8(&vec![Some(0); n], &vec![Some(1); n], None, Some(axes), rank)
+        };
+        for (axes, rank, repeated) in [
+            (&[1, -3][..], 4, Some(1)),
+            (&[0, 1, 2, 3], 4, None),
+            (&[3, 2, 1, 0, -1], 4, Some(3)),
+            (&[127, -1], 128, Some(127)),
+            (&[0, 127], 128, None),
+            (&[129, -1], 130, Some(129)),
+            (&[0, 128, 129], 130, None),
+            (&[128, -2], 130, Some(128)),
+        ] {
+            match plan(axes, rank) {
+                Err(SliceError::RepeatedAxis { axis }) => {
+                    assert_eq!(Some(axis), repeated, "{axes:?} rank {rank}")
+                }
+                Ok(p) => {
+                    assert_eq!(repeated, None, "{axes:?} rank {rank}");
+                    assert_eq!(p.axes.len(), rank);
+                }
+                Err(e) => panic!("{axes:?} rank {rank}: {e}"),
+            }
+        }
+    }
 }
