@@ -702,10 +702,7 @@ pub fn write_model(
     graph: Option<&GraphOut<'_>>,
     sources: &[Source],
 ) -> io::Result<()> {
-    let mut w = StreamWriter::new(out, sources);
-    // `sources[0]` is the model file read: an unchanged start of the model is copied from it.
-    w.expect_source_prefix(0);
-    w.model(m, graph)
+    stream_model(out, m, graph, sources, false)
 }
 
 /// [`write_model`], giving back the pages of `sources[0]` the output has moved past.
@@ -720,10 +717,24 @@ pub(crate) unsafe fn write_model_releasing(
     graph: Option<&GraphOut<'_>>,
     sources: &[Source],
 ) -> io::Result<()> {
+    stream_model(out, m, graph, sources, true)
+}
+
+/// [`write_model`]; `release` only under [`write_model_releasing`]'s contract.
+fn stream_model(
+    out: &File,
+    m: &ModelProto,
+    graph: Option<&GraphOut<'_>>,
+    sources: &[Source],
+    release: bool,
+) -> io::Result<()> {
     let mut w = StreamWriter::new(out, sources);
-    if let Some(r) = w.released.first_mut() {
-        *r = Some(0);
+    if release {
+        if let Some(r) = w.released.first_mut() {
+            *r = Some(0);
+        }
     }
+    // `sources[0]` is the model file read: an unchanged start of the model is copied from it.
     w.expect_source_prefix(0);
     w.model(m, graph)
 }
