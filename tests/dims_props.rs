@@ -272,3 +272,52 @@ fn fraction_of_exact_dims() {
     );
     assert_eq!(exact, total);
 }
+
+/// An unknown dim keeps exactly the bounds it was made with (OpenVINO's interval `lo..hi`,
+/// `?` for `[0, ∞)`), and two unknown dims are equal (and hash equally) exactly when their
+/// bounds are: whatever form the dim takes in memory (the commonest unknown, `?`, is kept
+/// without an allocation since the dim became 16 bytes).
+fn interval_bound() -> impl Strategy<Value = i64> {
+    prop_oneof![Just(0i64), Just(1), 0i64..100, Just(i64::MAX)]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn unknown_dims_keep_their_bounds(
+        lo in interval_bound(),
+        hi in proptest::option::of(interval_bound()),
+        lo2 in interval_bound(),
+        hi2 in proptest::option::of(interval_bound()),
+    ) {
+        use std::hash::BuildHasher;
+        let make = |lo: i64, hi: Option<i64>| {
+            // An interval's upper bound is at least its lower bound (OpenVINO `Dimension`).
+            let hi = hi.map(|h| h.max(lo));
+            (Dim::unknown_bounded(lo, hi), lo, hi)
+        };
+        let (a, lo, hi) = make(lo, hi);
+        let (b, lo2, hi2) = make(lo2, hi2);
+        if hi == Some(lo) {
+            // A one-value interval is that value.
+            prop_assert_eq!(a.as_known(), Some(lo));
+        } else {
+            prop_assert!(a.is_unknown());
+            prop_assert_eq!(a.bounds(), (Some(lo), hi));
+            let text = match hi {
+                None if lo == 0 => "?".to_string(),
+                None => format!("{lo}.."),
+                Some(h) => format!("{lo}..{h}"),
+            };
+            prop_assert_eq!(a.to_string(), text);
+        }
+        prop_assert_eq!(a == b, (lo, hi) == (lo2, hi2));
+        let s = std::hash::RandomState::new();
+        if a == b {
+            prop_assert_eq!(s.hash_one(&a), s.hash_one(&b));
+        }
+        prop_assert_eq!(a == Dim::unknown(), (lo, hi) == (0, None));
+        prop_assert_eq!(a.clone(), a);
+    }
+}

@@ -712,10 +712,11 @@ enum Repr {
     /// Any other expression (a constant only beyond `i64`). Shared: copying a dim, as every
     /// shape function does for the dims it passes through, is a count, not an allocation.
     Expr(Arc<Lin>),
-    Unknown {
-        lo: i64,
-        hi: Option<i64>,
-    },
+    /// Unknown, bounds `[0, ∞)`: the commonest unknown, without an allocation.
+    Unknown,
+    /// Unknown with any other bounds `(lo, hi)`. Shared, so that a dim is 16 bytes, not 32:
+    /// shapes are vectors of dims, one or more per value of a graph.
+    Bounded(Arc<(i64, Option<i64>)>),
 }
 
 /// A dimension: known value, symbolic expression, or unknown, with bounds.
@@ -753,7 +754,7 @@ impl Dim {
         match &self.0 {
             Repr::Known(v) => Some(std::borrow::Cow::Owned(Lin::constant(*v as i128))),
             Repr::Expr(l) => Some(std::borrow::Cow::Borrowed(l)),
-            Repr::Unknown { .. } => None,
+            Repr::Unknown | Repr::Bounded(_) => None,
         }
     }
     /// A symbol with bounds `[0, ∞)`.
@@ -783,7 +784,10 @@ impl Dim {
         if hi == Some(lo) {
             return Dim::known(lo);
         }
-        Dim(Repr::Unknown { lo, hi })
+        if lo == 0 && hi.is_none() {
+            return Dim(Repr::Unknown);
+        }
+        Dim(Repr::Bounded(Arc::new((lo, hi))))
     }
 
     fn from_iv(iv: Iv) -> Dim {
@@ -798,9 +802,13 @@ impl Dim {
                 hi: Some(*v as i128),
             },
             Repr::Expr(l) => l.tight(),
-            Repr::Unknown { lo, hi } => Iv {
-                lo: Some(*lo as i128),
-                hi: hi.map(|h| h as i128),
+            Repr::Unknown => Iv {
+                lo: Some(0),
+                hi: None,
+            },
+            Repr::Bounded(b) => Iv {
+                lo: Some(b.0 as i128),
+                hi: b.1.map(|h| h as i128),
             },
         }
     }
@@ -810,7 +818,7 @@ impl Dim {
         match &self.0 {
             Repr::Known(v) => Some(*v),
             // A constant beyond i64 (nothing else is a constant `Expr`).
-            Repr::Expr(_) | Repr::Unknown { .. } => None,
+            Repr::Expr(_) | Repr::Unknown | Repr::Bounded(_) => None,
         }
     }
     /// True for a value, false for an expression or unknown.
@@ -819,7 +827,7 @@ impl Dim {
     }
     /// True for a dim about which nothing but bounds is known.
     pub fn is_unknown(&self) -> bool {
-        matches!(self.0, Repr::Unknown { .. })
+        matches!(self.0, Repr::Unknown | Repr::Bounded(_))
     }
     /// Bounds `(lo, hi)` implied by the expression and its symbols' bounds; `None` is infinite
     /// (or beyond `i64`).
@@ -842,7 +850,7 @@ impl Dim {
         match &self.0 {
             Repr::Known(v) => Some(*v),
             Repr::Expr(l) => l.eval(bindings).and_then(to_i64),
-            Repr::Unknown { .. } => None,
+            Repr::Unknown | Repr::Bounded(_) => None,
         }
     }
 
@@ -1267,7 +1275,8 @@ impl fmt::Display for Dim {
         match &self.0 {
             Repr::Known(v) => fmt_lin(&Lin::constant(*v as i128), f, Style::Ours),
             Repr::Expr(l) => fmt_lin(l, f, Style::Ours),
-            Repr::Unknown { lo, hi } => match (lo, hi) {
+            Repr::Unknown => write!(f, "?"),
+            Repr::Bounded(b) => match b.as_ref() {
                 (lo, None) if *lo <= 0 => write!(f, "?"),
                 (lo, None) => write!(f, "{lo}.."),
                 (lo, Some(h)) => write!(f, "{lo}..{h}"),
@@ -1354,6 +1363,13 @@ mod tests {
         assert_eq!(n.add(&n).add_const(2).div_floor(2).to_string(), "N + 1");
         let b: HashMap<String, i64> = [("N".to_string(), 7)].into();
         assert_eq!(n.add_const(1).div_floor(2).eval(&b), Some(4));
+    }
+
+    /// Shapes are vectors of dims: a dim is two words, a tag and a value or a pointer.
+    #[test]
+    fn a_dim_is_16_bytes() {
+        assert_eq!(std::mem::size_of::<Dim>(), 16);
+        assert_eq!(std::mem::size_of::<Option<Dim>>(), 16);
     }
 
     #[test]
