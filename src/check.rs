@@ -264,7 +264,7 @@ fn scope_rows(
         let mut row = CheckRow {
             node: name,
             path,
-            op,
+            op: op.into(),
             input,
             declared: show_declared(&declared),
             inferred: "-".into(),
@@ -394,7 +394,7 @@ fn consumer_mismatch(
 /// The name shown for a node: its name, else its first output's name.
 pub fn display_name(n: &crate::ir::Node) -> String {
     if !n.name.is_empty() {
-        n.name.clone()
+        n.name.to_string()
     } else {
         n.outputs
             .first()
@@ -525,7 +525,7 @@ pub fn info(model: &Model) -> Info {
                 path: format!("{}{}", scope.prefix, shape::scope::label(graph, ix)),
                 input: data_input_shape(graph, &scope.facts, ix),
                 node: display_name(n),
-                op: n.op_type.clone(),
+                op: n.op_type.to_string(),
                 spec,
             });
         }

@@ -475,7 +475,8 @@ fn a_unique_name_is_not_one_of_the_loaded_model() {
             .g
             .node_weights()
             .flat_map(|n| {
-                std::iter::once(n.name.clone()).chain(n.outputs.iter().map(|v| v.name.clone()))
+                std::iter::once(n.name.to_string())
+                    .chain(n.outputs.iter().map(|v| v.name.to_string()))
             })
             .filter(|n| !n.is_empty())
             .collect();

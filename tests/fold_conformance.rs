@@ -412,7 +412,7 @@ fn fold_onnx(m: &proto::ModelProto) -> (Vec<u8>, Vec<String>) {
         .g
         .node_weights()
         .filter(|n| n.kind == NodeKind::Op)
-        .map(|n| n.op_type.clone())
+        .map(|n| n.op_type.to_string())
         .collect();
     let Model::Onnx(onnx) = model else {
         unreachable!("ONNX in, ONNX out")

@@ -749,7 +749,7 @@ fn identical_new_constants_share_one_range() {
             values,
         )));
         c.outputs = vec![Value {
-            name: format!("{name}:0"),
+            name: format!("{name}:0").into(),
             ty: ValueType {
                 dtype: Some(DType::I64),
                 shape: Some(vec![DeclaredDim::Known(values.len() as u64)]),

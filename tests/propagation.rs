@@ -33,7 +33,7 @@ fn facts_by_name(model: &Model) -> HashMap<String, Fact> {
     for ix in g.g.node_indices() {
         for (port, v) in g.node(ix).outputs.iter().enumerate() {
             out.insert(
-                v.name.clone(),
+                v.name.to_string(),
                 facts.get(OutletId { node: ix, port }).clone(),
             );
         }

@@ -228,7 +228,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
                 let n = g.node(bix);
                 if matches!(n.origin, Origin::OnnxNode(_)) && n.name.is_empty() {
                     let l = scope::label(&g, bix);
-                    g.node_mut(bix).name = l.clone();
+                    g.node_mut(bix).name = l.clone().into();
                     labelled.push((bix, l));
                 }
             }
@@ -266,7 +266,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
                     );
                 }
                 n.kind = NodeKind::Const(Box::new(t));
-                outer_consts.push(n.name.clone());
+                outer_consts.push(n.name.to_string());
             }
             let formal_inputs = body.formal_inputs;
             let mut bm = Model::Onnx(m.body_model(body.proto, g));

@@ -56,10 +56,10 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
             ..
         } = n;
         report.change(|| Change {
-            node: name,
+            node: name.into(),
             op: match kind {
                 NodeKind::Const(_) => "constant".into(),
-                _ => op_type,
+                _ => op_type.into(),
             },
             what: "removed (unused)".into(),
             before: None,

@@ -99,16 +99,16 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
             Err(DecodeError::Unknown(_)) => return Err(NoFold::Silent),
             Err(DecodeError::Invalid(source)) => {
                 return Err(NoFold::Fail(Error::Slice {
-                    node: n.name.clone(),
-                    op: n.op_type.clone(),
+                    node: n.name.to_string(),
+                    op: n.op_type.to_string(),
                     source,
                 }))
             }
             Err(DecodeError::Malformed(message)) => {
                 return Err(NoFold::Fail(Error::Node {
                     path: model.path().to_path_buf(),
-                    node: n.name.clone(),
-                    op: n.op_type.clone(),
+                    node: n.name.to_string(),
+                    op: n.op_type.to_string(),
                     message,
                 }))
             }
@@ -116,8 +116,8 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
         return match eval::slice(data, &sn.plan, op.clamp(), limit) {
             Ok(t) => Ok(t),
             Err(EvalError::Slice(source)) => Err(NoFold::Fail(Error::Slice {
-                node: n.name.clone(),
-                op: n.op_type.clone(),
+                node: n.name.to_string(),
+                op: n.op_type.to_string(),
                 source,
             })),
             Err(e) => Err(e.into()),
@@ -419,8 +419,8 @@ pub(crate) fn run_listing(
                 }
                 let n = model.graph().node(ix);
                 report.change(|| Change {
-                    node: n.name.clone(),
-                    op: n.op_type.clone(),
+                    node: n.name.to_string(),
+                    op: n.op_type.to_string(),
                     what: "folded to a constant".into(),
                     before: n
                         .outputs
@@ -435,8 +435,8 @@ pub(crate) fn run_listing(
             Err(NoFold::Skip(why)) => {
                 let n = model.graph().node(ix);
                 report.skip(|| Change {
-                    node: n.name.clone(),
-                    op: n.op_type.clone(),
+                    node: n.name.to_string(),
+                    op: n.op_type.to_string(),
                     what: why,
                     before: None,
                     after: None,

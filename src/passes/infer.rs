@@ -186,8 +186,8 @@ pub(crate) fn run_open(
                 }
                 if ty != *before {
                     report.change(|| Change {
-                        node: node.name.clone(),
-                        op: node.op_type.clone(),
+                        node: node.name.to_string(),
+                        op: node.op_type.to_string(),
                         what: "shape inferred".into(),
                         before: Some(crate::ir::show_shape(before.shape.as_deref())),
                         after: Some(crate::ir::show_shape(Some(&dims))),
@@ -202,8 +202,8 @@ pub(crate) fn run_open(
             Err(DecodeError::Invalid(source)) => {
                 let (name, op) = names();
                 return Err(Error::Slice {
-                    node: name,
-                    op,
+                    node: name.into(),
+                    op: op.into(),
                     source,
                 });
             }
@@ -211,8 +211,8 @@ pub(crate) fn run_open(
                 let (name, op) = names();
                 return Err(Error::Node {
                     path: model.path().to_path_buf(),
-                    node: name,
-                    op,
+                    node: name.into(),
+                    op: op.into(),
                     message,
                 });
             }
@@ -221,8 +221,8 @@ pub(crate) fn run_open(
                 report.skip(|| {
                     let (name, op) = names();
                     Change {
-                        node: name,
-                        op,
+                        node: name.into(),
+                        op: op.into(),
                         what: why,
                         before: None,
                         after: None,

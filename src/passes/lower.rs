@@ -297,10 +297,10 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
             Ok(what) => {
                 report.warnings.extend(warning);
                 report.change(|| Change {
-                    node: name,
-                    op: op_type,
+                    node: name.into(),
+                    op: op_type.into(),
                     what,
-                    before,
+                    before: before.map(Into::into),
                     after: None,
                 });
             }
@@ -619,7 +619,7 @@ fn lower_node(
         let (name, out) = next(&mut remaining, &mut out_slot);
         let ty = rewrite::ty_like(b.graph, sn.data, Some(slice_out.clone()));
         let node = b.op(
-            name,
+            name.map(Into::into),
             "Slice",
             if ir { "opset8" } else { "" },
             &inputs,
@@ -647,7 +647,7 @@ fn lower_node(
             let (name, out) = next(&mut remaining, &mut out_slot);
             let ty = rewrite::ty_like(b.graph, sn.data, Some(out_shape.clone()));
             let node = b.op(
-                name,
+                name.map(Into::into),
                 "Reshape",
                 if ir { "opset1" } else { "" },
                 &[Some(cur), Some(t)],
@@ -678,7 +678,7 @@ fn lower_node(
                 let node = if ir || opset >= 13 {
                     let a = b.const_i64("axes", axes);
                     b.op(
-                        name,
+                        name.map(Into::into),
                         op_type,
                         if ir { "opset1" } else { "" },
                         &[Some(cur), Some(a)],
@@ -688,7 +688,7 @@ fn lower_node(
                     )
                 } else {
                     b.op(
-                        name,
+                        name.map(Into::into),
                         op_type,
                         "",
                         &[Some(cur)],
@@ -718,7 +718,7 @@ fn lower_node(
                 let base = format!("{}{}", graph.node(last).name, rewrite::LOWERED_MARK);
                 let marked = graph.unique_name(&base);
                 let n = graph.node_mut(last);
-                n.name = marked;
+                n.name = marked.into();
                 n.dirty = true;
             }
             let fallback = if matches!(shaping, Shaping::SqueezeUnsqueeze(..)) {

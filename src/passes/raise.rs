@@ -716,7 +716,7 @@ fn build_strided(
         })
         .collect();
     let node = b.op(
-        Some(name),
+        Some(name.into()),
         "StridedSlice",
         if ir { "opset1" } else { TF_DOMAIN },
         &[Some(data), Some(bc), Some(ec), Some(sc)],

@@ -142,7 +142,7 @@ impl<'a> Builder<'a> {
         Builder {
             graph,
             format,
-            base,
+            base: base.into(),
             order,
             k: 0,
         }
@@ -165,7 +165,7 @@ impl<'a> Builder<'a> {
             Format::OpenVino => Node::op(name.clone(), "Const", "opset1"),
         };
         node.outputs = vec![Value {
-            name,
+            name: name.into(),
             ty: ValueType {
                 dtype: Some(DType::I64),
                 shape: Some(vec![DeclaredDim::Known(values.len() as u64)]),
@@ -197,7 +197,7 @@ impl<'a> Builder<'a> {
         node.num_inputs = inputs.len();
         node.attrs = attrs;
         node.outputs = vec![out.unwrap_or_else(|| Value {
-            name: self.graph.unique_name(&format!("{name}:0")),
+            name: self.graph.unique_name(&format!("{name}:0")).into(),
             ty,
             ty_changed: true,
         })];

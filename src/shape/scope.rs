@@ -51,7 +51,7 @@ pub struct Scope<'a> {
 pub fn label(graph: &Graph, ix: NodeIndex) -> String {
     let n = graph.node(ix);
     if !n.name.is_empty() {
-        return n.name.clone();
+        return n.name.to_string();
     }
     if let Origin::OnnxNode(i) = n.origin {
         return format!("{}_{i}", n.op_type);

@@ -882,7 +882,7 @@ fn full_node<'g>(
         .into_iter()
         .map(|o| crate::ir::Value {
             ty: types.get(o.as_str()).cloned().unwrap_or_default(),
-            name: o,
+            name: o.into(),
             ty_changed: false,
         })
         .collect();
@@ -976,7 +976,7 @@ fn build_graph<'g>(
         node.order = (0, i as u64);
         node.dirty = false;
         node.outputs = vec![crate::ir::Value {
-            name: vi.name().to_string(),
+            name: crate::ir::Text::from(vi.name()),
             ty: value_type_of(vi),
             ty_changed: false,
         }];
@@ -1029,7 +1029,7 @@ fn build_graph<'g>(
         node.order = (1, i as u64);
         node.dirty = false;
         node.outputs = vec![crate::ir::Value {
-            name: name.to_string(),
+            name: crate::ir::Text::from(name),
             ty: ValueType {
                 dtype: Some(tensor.dtype),
                 shape: Some(
@@ -1106,7 +1106,7 @@ fn build_graph<'g>(
         node.order = (1, (inits.len() + i) as u64);
         node.dirty = false;
         node.outputs = vec![crate::ir::Value {
-            name: name.to_string(),
+            name: crate::ir::Text::from(name),
             ty: ValueType::default(),
             ty_changed: false,
         }];
@@ -1131,7 +1131,7 @@ fn build_graph<'g>(
                 .iter()
                 .map(|&o| crate::ir::Value {
                     ty: types.get(o).cloned().unwrap_or_default(),
-                    name: o.to_string(),
+                    name: crate::ir::Text::from(o),
                     ty_changed: false,
                 })
                 .collect();
@@ -1532,27 +1532,27 @@ fn rebuild_node<'a>(
     np.name = if n.name.is_empty() {
         None
     } else {
-        Some(n.name.clone())
+        Some(n.name.to_string())
     };
-    np.op_type = Some(n.op_type.clone());
+    np.op_type = Some(n.op_type.to_string());
     np.domain = if n.domain.is_empty() {
         None
     } else {
-        Some(n.domain.clone())
+        Some(n.domain.to_string())
     };
     np.input = graph
         .inputs(ix)
         .into_iter()
         .map(|o| {
             o.and_then(|o| graph.value(o))
-                .map(|v| v.name.clone())
+                .map(|v| v.name.to_string())
                 .unwrap_or_default()
         })
         .collect();
     while np.input.last().is_some_and(|s| s.is_empty()) {
         np.input.pop();
     }
-    np.output = n.outputs.iter().map(|v| v.name.clone()).collect();
+    np.output = n.outputs.iter().map(|v| v.name.to_string()).collect();
     // Attributes: keep the original record of each attribute the IR did not change.
     let old: HashMap<String, proto::AttributeProto> = np
         .attribute
@@ -1608,7 +1608,7 @@ fn rebuild_node<'a>(
                 None => {
                     return Err(Error::Pass {
                         pass: "save",
-                        node: n.name.clone(),
+                        node: n.name.to_string(),
                         message: format!("attribute '{name}' has no value to write"),
                     })
                 }
@@ -1682,7 +1682,7 @@ fn rebuild_graph<'a>(
                     if produced != n.name {
                         extra_identity.push(NodeOut::Record(Rec::owned(NodeProto {
                             input: vec![produced.to_string()],
-                            output: vec![n.name.clone()],
+                            output: vec![n.name.to_string()],
                             name: Some(format!("{}_identity", n.name)),
                             op_type: Some("Identity".into()),
                             ..Default::default()

@@ -249,7 +249,7 @@ pub(super) fn output_value(path: &Path, layer: El<'_, '_>, port: El<'_, '_>) -> 
         }
     }
     Ok(Value {
-        name: port.attr("names").unwrap_or_default().to_string(),
+        name: crate::ir::Text::from(port.attr("names").unwrap_or_default()),
         ty: ValueType { dtype, shape },
         ty_changed: false,
     })
@@ -626,8 +626,8 @@ impl OvModel {
                 let n = graph.node(to.0);
                 return Err(Error::Node {
                     path: path.to_path_buf(),
-                    node: n.name.clone(),
-                    op: n.op_type.clone(),
+                    node: n.name.to_string(),
+                    op: n.op_type.to_string(),
                     message: format!("input port {} is fed by more than one edge", to.2),
                 });
             }

@@ -34,7 +34,7 @@ impl OvModel {
         };
         let (text, layer) = match materialize(&self.path, &self.source, src.span.clone()) {
             Ok(x) => x,
-            Err(e) => return vec![(n.op_type.clone(), Err(e))],
+            Err(e) => return vec![(n.op_type.to_string(), Err(e))],
         };
         let mut out = Vec::new();
         for name in BODY_ELEMENTS {

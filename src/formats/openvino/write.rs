@@ -276,8 +276,8 @@ impl<'a> Writer<'a> {
     fn err(&self, node: &Node, message: impl Into<String>) -> Error {
         Error::Node {
             path: self.m.path.clone(),
-            node: node.name.clone(),
-            op: node.op_type.clone(),
+            node: node.name.to_string(),
+            op: node.op_type.to_string(),
             message: message.into(),
         }
     }
