@@ -804,13 +804,14 @@ impl Graph {
 
     /// Count of operation nodes by `op_type`.
     pub fn op_counts(&self) -> BTreeMap<String, usize> {
-        let mut m = BTreeMap::new();
+        // Counted by the op type borrowed: one `String` per op type, not per node.
+        let mut m: BTreeMap<&str, usize> = BTreeMap::new();
         for n in self.g.node_weights() {
             if n.kind == NodeKind::Op {
-                *m.entry(n.op_type.to_string()).or_insert(0) += 1;
+                *m.entry(n.op_type.as_str()).or_insert(0) += 1;
             }
         }
-        m
+        m.into_iter().map(|(op, n)| (op.to_string(), n)).collect()
     }
 }
 
