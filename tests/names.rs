@@ -4,6 +4,9 @@
 //! byte 24). Every record is rebuilt from the IR before saving (no record is copied as read),
 //! and the saved model must name every node, value, op type and domain as the file did.
 
+mod common;
+
+use common::i64_tensor;
 use prost::Message;
 use slice_opt::formats::onnx::{proto, OnnxModel};
 use slice_opt::{Model, Pipeline};
@@ -16,22 +19,6 @@ fn name(role: &str, unit: &str, len: usize, i: usize) -> String {
         s.push_str(unit);
     }
     s
-}
-
-fn int64s(name: &str, dims: &[i64], values: &[i64]) -> proto::TensorProto {
-    proto::TensorProto {
-        dims: dims.to_vec(),
-        data_type: Some(7),
-        name: Some(name.into()),
-        raw_data: Some(
-            values
-                .iter()
-                .flat_map(|v| v.to_le_bytes())
-                .collect::<Vec<u8>>()
-                .into(),
-        ),
-        ..Default::default()
-    }
 }
 
 fn input(name: &str) -> proto::ValueInfoProto {
@@ -66,9 +53,9 @@ fn model() -> (proto::ModelProto, Vec<Declared>) {
     let mut node = Vec::new();
     let mut declared = Vec::new();
     let initializer = vec![
-        int64s("s", &[1], &[1]),
-        int64s("e", &[1], &[5]),
-        int64s("a", &[1], &[0]),
+        i64_tensor("s", &[1]),
+        i64_tensor("e", &[5]),
+        i64_tensor("a", &[0]),
     ];
     let mut outputs = Vec::new();
     let units = ["a", "é", "名", "🦀"];
