@@ -58,14 +58,7 @@ fn model(graph: proto::GraphProto) -> proto::ModelProto {
 }
 
 fn transform(m: &proto::ModelProto) -> Vec<u8> {
-    let onnx = OnnxModel::from_bytes("m.onnx".as_ref(), bytes::Bytes::from(m.encode_to_vec()))
-        .expect("load");
-    let mut model = Model::Onnx(onnx);
-    Pipeline::new().run(&mut model).expect("pipeline");
-    let Model::Onnx(onnx) = model else {
-        unreachable!("ONNX in, ONNX out")
-    };
-    onnx.to_proto().expect("encode").encode_to_vec()
+    default_passes(&m.encode_to_vec())
 }
 
 fn run(bytes: &[u8], inputs: TVec<TValue>) -> Vec<i64> {

@@ -3,9 +3,10 @@
 //! transformed in a pool of one thread and in a pool of two, and both are what the ONNX Slice
 //! spec says.
 
+mod common;
+
 use prost::Message;
-use slice_opt::formats::onnx::{proto, OnnxModel};
-use slice_opt::{Model, Pipeline};
+use slice_opt::formats::onnx::proto;
 
 const N: usize = 3 * 4096 + 5;
 
@@ -113,17 +114,7 @@ fn transform_in(threads: usize, bytes: &[u8]) -> Vec<u8> {
         .num_threads(threads)
         .build()
         .expect("a thread pool");
-    pool.install(|| {
-        let onnx =
-            OnnxModel::from_bytes("chain.onnx".as_ref(), bytes::Bytes::copy_from_slice(bytes))
-                .expect("load");
-        let mut model = Model::Onnx(onnx);
-        Pipeline::new().run(&mut model).expect("pipeline");
-        let Model::Onnx(onnx) = model else {
-            unreachable!("ONNX in, ONNX out")
-        };
-        onnx.to_proto().expect("encode").encode_to_vec()
-    })
+    pool.install(|| common::default_passes(bytes))
 }
 
 fn values(t: &proto::TensorProto) -> Vec<i64> {

@@ -6,6 +6,21 @@ use std::io::{BufRead, BufReader};
 use serde_json::Value;
 use slice_opt::formats::onnx::proto;
 
+/// The ONNX model `bytes` after the default passes (infer, fold, cleanup), re-encoded.
+pub fn default_passes(bytes: &[u8]) -> Vec<u8> {
+    use prost::Message;
+    use slice_opt::formats::onnx::OnnxModel;
+    use slice_opt::{Model, Pipeline};
+    let onnx = OnnxModel::from_bytes("m.onnx".as_ref(), bytes::Bytes::copy_from_slice(bytes))
+        .expect("load");
+    let mut model = Model::Onnx(onnx);
+    Pipeline::new().run(&mut model).expect("pipeline");
+    let Model::Onnx(onnx) = model else {
+        unreachable!("ONNX in, ONNX out")
+    };
+    onnx.to_proto().expect("encode").encode_to_vec()
+}
+
 /// Every case of a gzipped conformance file under `tests/data/`.
 pub fn load_cases(name: &str) -> Vec<Value> {
     let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
