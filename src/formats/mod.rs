@@ -1,5 +1,6 @@
 //! Model formats: ONNX (`.onnx`) and OpenVINO IR (`.xml` + `.bin`), behind one [`Model`] type.
 
+mod copy;
 pub mod onnx;
 pub mod openvino;
 pub mod output;

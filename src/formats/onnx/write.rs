@@ -8,7 +8,7 @@
 //! into this process.
 
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -16,12 +16,15 @@ use prost::encoding::{self, encode_key, encode_varint, WireType};
 use prost::Message;
 
 use super::proto::{GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto};
+use crate::formats::copy::{with_sink, Sink};
 
 /// Byte fields at least this long are written outside the buffer (and copied file to file when
 /// they lie in a mapped file).
 const BIG: usize = 64 * 1024;
 /// The buffer is written out when it grows past this.
 const FLUSH_AT: usize = 1 << 20;
+/// The buffer's capacity (room for the record that takes it past [`FLUSH_AT`]).
+const BUF_CAP: usize = FLUSH_AT + 64 * 1024;
 
 /// A memory-mapped file tensor bytes may point into, with an open handle to copy from.
 #[derive(Debug, Clone)]
@@ -336,8 +339,9 @@ impl<'a> GraphOut<'a> {
     }
 }
 
-struct StreamWriter<'a> {
-    out: &'a File,
+struct StreamWriter<'a, 'w> {
+    /// The output's writer thread (see [`crate::formats::copy`]).
+    sink: &'w mut Sink<'a>,
     buf: Vec<u8>,
     sources: &'a [Source],
     /// A range of a source file whose bytes are the next bytes of the output, not yet copied:
@@ -361,11 +365,12 @@ struct Pending {
     end: u64,
 }
 
-impl<'a> StreamWriter<'a> {
-    fn new(out: &'a File, sources: &'a [Source]) -> StreamWriter<'a> {
+impl<'a, 'w> StreamWriter<'a, 'w> {
+    fn new(sink: &'w mut Sink<'a>, sources: &'a [Source]) -> StreamWriter<'a, 'w> {
+        let buf = sink.data_buf(BUF_CAP);
         StreamWriter {
-            out,
-            buf: Vec::with_capacity(FLUSH_AT + 64 * 1024),
+            sink,
+            buf,
             sources,
             pending: None,
             released: vec![None; sources.len()],
@@ -447,20 +452,11 @@ impl<'a> StreamWriter<'a> {
         if want == 0 {
             return Ok(());
         }
-        let Some(file) = self.sources[p.src].file.as_ref() else {
+        let sources: &'a [Source] = self.sources;
+        let Some(file) = sources[p.src].file.as_deref() else {
             return Err(io::Error::other("a source range to copy has no file"));
         };
-        let mut src: &File = file;
-        src.seek(SeekFrom::Start(p.start))?;
-        // File to file: `std::io::copy` uses copy_file_range / sendfile where it can.
-        let copied = io::copy(&mut src.take(want), &mut &*self.out)?;
-        if copied != want {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!("source file shrank: copied {copied} of {want} bytes"),
-            ));
-        }
-        Ok(())
+        self.sink.copy(file, p.start, want)
     }
 
     /// Moves the buffered bytes on: into the pending range when they continue it, else
@@ -482,9 +478,7 @@ impl<'a> StreamWriter<'a> {
             }
             self.flush_pending()?;
         }
-        (&mut &*self.out).write_all(&self.buf)?;
-        self.buf.clear();
-        Ok(())
+        self.sink.flush_buf(&mut self.buf, BUF_CAP)
     }
 
     /// Writes out everything: the last call.
@@ -543,7 +537,7 @@ impl<'a> StreamWriter<'a> {
             return Ok(());
         }
         self.flush_pending()?;
-        (&mut &*self.out).write_all(b)
+        self.sink.bytes(b)
     }
 
     /// A length-delimited byte field whose contents may be big.
@@ -728,15 +722,18 @@ fn stream_model(
     sources: &[Source],
     release: bool,
 ) -> io::Result<()> {
-    let mut w = StreamWriter::new(out, sources);
-    if release {
-        if let Some(r) = w.released.first_mut() {
-            *r = Some(0);
+    with_sink(out, |sink| {
+        let mut w = StreamWriter::new(sink, sources);
+        if release {
+            if let Some(r) = w.released.first_mut() {
+                *r = Some(0);
+            }
         }
-    }
-    // `sources[0]` is the model file read: an unchanged start of the model is copied from it.
-    w.expect_source_prefix(0);
-    w.model(m, graph)
+        // `sources[0]` is the model file read: an unchanged start of the model is copied
+        // from it.
+        w.expect_source_prefix(0);
+        w.model(m, graph)
+    })
 }
 
 /// Tensors at least this many bytes go to the external data file when a model is saved with
@@ -811,17 +808,19 @@ pub fn externalize(
 /// Writes the external data file made by [`externalize`]: each chunk at its offset (zeros
 /// between), copied file to file when it lies in one of `sources`.
 pub fn write_data_file(out: &File, chunks: &[(u64, Bytes)], sources: &[Source]) -> io::Result<()> {
-    let mut w = StreamWriter::new(out, sources);
-    let mut at = 0u64;
-    for (offset, b) in chunks {
-        let pad = offset.checked_sub(at).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::InvalidInput, "external chunks out of order")
-        })?;
-        w.buf.resize(w.buf.len() + pad as usize, 0);
-        w.bytes(b)?;
-        at = offset + b.len() as u64;
-    }
-    w.finish()
+    with_sink(out, |sink| {
+        let mut w = StreamWriter::new(sink, sources);
+        let mut at = 0u64;
+        for (offset, b) in chunks {
+            let pad = offset.checked_sub(at).ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, "external chunks out of order")
+            })?;
+            w.buf.resize(w.buf.len() + pad as usize, 0);
+            w.bytes(b)?;
+            at = offset + b.len() as u64;
+        }
+        w.finish()
+    })
 }
 
 /// The byte-level writer as a `Vec` (tests): what [`write_model`] writes.
@@ -841,6 +840,7 @@ mod tests {
         tensor_proto::Segment, NodeProto, OperatorSetIdProto, StringStringEntryProto,
     };
     use super::*;
+    use std::io::Write;
 
     fn kv(k: &str, v: &str) -> StringStringEntryProto {
         StringStringEntryProto {

@@ -30,7 +30,6 @@ pub mod xml;
 use write::{stage_copying, Out};
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 

@@ -43,72 +43,50 @@ pub(super) const COPY_MIN: usize = 1 << 16;
 
 /// Writes `parts` to a temporary file beside `target`, to be renamed over it by
 /// [`crate::formats::output::commit`]. Original ranges come from `orig` (the map of the file
-/// read), or, for long ones, straight from `orig_file` while it is still that file
-/// (`copy_file_range` on Linux).
+/// read), or, for long ones, straight from `orig_file` while it is still that file (see
+/// [`crate::formats::copy`]); the writes run on a writer thread.
 pub(super) fn stage_copying<'a>(
     target: &Path,
     parts: impl Iterator<Item = Out<'a>>,
-    orig: &Bytes,
+    orig: &'a Bytes,
     orig_file: Option<&FileId>,
 ) -> Result<crate::formats::output::Staged> {
+    const FLUSH_AT: usize = 1 << 20;
     let io = |source| Error::Io {
         path: target.to_path_buf(),
         source,
     };
-    let mut tmp = crate::formats::output::Staged::new(target)?;
-    let mut from = orig_file.and_then(|p| same_file(p, orig));
-    {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+    let tmp = crate::formats::output::Staged::new(target)?;
+    let from = orig_file.and_then(|p| same_file(p, orig));
+    crate::formats::copy::with_sink(tmp.as_file(), |sink| {
+        let mut buf = sink.data_buf(FLUSH_AT);
         for p in parts {
-            match p {
+            let b: &'a [u8] = match p {
                 Out::Original(r) => {
-                    if r.len() >= COPY_MIN {
-                        if let Some(f) = from.as_mut() {
-                            w.flush().map_err(io)?;
-                            if copy_range(f, w.get_mut(), r.clone()).is_ok() {
-                                continue;
-                            }
-                            // Use the map from here on.
-                            from = None;
-                        }
+                    if let (Some(f), true) = (from.as_ref(), r.len() >= COPY_MIN) {
+                        sink.flush_buf(&mut buf, FLUSH_AT)?;
+                        sink.copy(f, r.start as u64, r.len() as u64)?;
+                        continue;
                     }
-                    w.write_all(orig.get(r).unwrap_or_default()).map_err(io)?;
+                    orig.get(r).unwrap_or_default()
                 }
-                Out::New(b) => w.write_all(b).map_err(io)?,
+                Out::New(b) => b,
+            };
+            if b.len() >= COPY_MIN {
+                // Long: written from where it is, not through the buffer.
+                sink.flush_buf(&mut buf, FLUSH_AT)?;
+                sink.slice(b)?;
+            } else {
+                buf.extend_from_slice(b);
+                if buf.len() >= FLUSH_AT {
+                    sink.flush_buf(&mut buf, FLUSH_AT)?;
+                }
             }
         }
-        w.flush().map_err(io)?;
-    }
+        sink.data(buf)
+    })
+    .map_err(io)?;
     Ok(tmp)
-}
-
-/// Copies bytes `r` of `from` to the end of `out` (`copy_file_range` on Linux).
-pub(super) fn copy_range(
-    from: &mut std::fs::File,
-    out: &mut std::fs::File,
-    r: Range<usize>,
-) -> std::io::Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let at = out.stream_position()?;
-    let len = (r.end - r.start) as u64;
-    let res = (|| {
-        from.seek(SeekFrom::Start(r.start as u64))?;
-        let n = std::io::copy(&mut (&*from).take(len), out)?;
-        if n == len {
-            Ok(())
-        } else {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::UnexpectedEof,
-                "the .bin is shorter than when it was read",
-            ))
-        }
-    })();
-    if res.is_err() {
-        // Undo a partial copy.
-        out.set_len(at)?;
-        out.seek(SeekFrom::Start(at))?;
-    }
-    res
 }
 
 /// The XML identity a node gets in the written file (an original layer's port lists are
