@@ -172,7 +172,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary: Option<crate::summary::Summary>,
     /// The `--verify` line, when the command line verified the result: "verified in tract-onnx:
-    /// ...", "NOT verified: <why>", or "rewrites validated by the semantics core" (IR).
+    /// ...", "NOT verified: `<why>`", or "rewrites validated by the semantics core" (IR).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<String>,
 }

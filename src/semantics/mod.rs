@@ -5,7 +5,7 @@
 //!   `Slice-8` → [`SlicePlan`]. The op flavour only matters here (and in [`Clamp`]).
 //! - [`resolve`]: plan + input dims ([`Dim`] or `u64`) → output dims, or per-axis
 //!   `start/step/len` ([`ResolvedAxis`]) for folding.
-//! - [`gather`]: plan + concrete dims → the flat input indices selected, in output order.
+//! - [`mod@gather`]: plan + concrete dims → the flat input indices selected, in output order.
 //!
 //! The behaviour follows the runtimes (TensorFlow 2.21, OpenVINO 2026.4 shape inference, ONNX
 //! Runtime / ONNX reference majority) as recorded in `tests/data/*.jsonl.gz`; see

@@ -4,7 +4,7 @@
 //! Facts flow forward once, in topological order. Each op family has one small file of pure
 //! functions from the input facts (+ attributes) to the output facts; an op without a rule gets
 //! what the file declares for it, or nothing ("unknown": never a guess). Dims are
-//! [`semantics::Dim`]s, so a symbol of a graph input (`q_len`) stays a symbol through the graph
+//! [`crate::semantics::Dim`]s, so a symbol of a graph input (`q_len`) stays a symbol through the graph
 //! and arithmetic on shapes gives expressions (`k_len - q_len`).
 //!
 //! Symbolic *values* follow ONNX data propagation and tract's `TDim` tensors: an integer tensor

@@ -19,8 +19,8 @@
 //! A changed model is written as the source text with splices: a rebuilt layer is parsed on
 //! its own into an [`xml::Element`] tree (so the serialization rules of [`xml`] apply to it),
 //! everything else is copied as byte ranges of the source. An unchanged `.bin` range is copied
-//! file to file when the `.bin` came from a file (`copy_file_range` on Linux), else from the
-//! map.
+//! from the file when the `.bin` came from a file (see the private module `formats::copy`), else from
+//! the map.
 
 mod read;
 pub mod subgraph;
