@@ -22,24 +22,7 @@ fn name(role: &str, unit: &str, len: usize, i: usize) -> String {
 }
 
 fn input(name: &str) -> proto::ValueInfoProto {
-    proto::ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(proto::TypeProto {
-            value: Some(proto::type_proto::Value::TensorType(
-                proto::type_proto::Tensor {
-                    elem_type: Some(7),
-                    shape: Some(proto::TensorShapeProto {
-                        dim: vec![proto::tensor_shape_proto::Dimension {
-                            value: Some(proto::tensor_shape_proto::dimension::Value::DimValue(8)),
-                            ..Default::default()
-                        }],
-                    }),
-                },
-            )),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    common::tensor_value(name, 7, &[Some(8)])
 }
 
 /// A node as declared: (name, op type, domain, outputs).

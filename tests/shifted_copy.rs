@@ -43,6 +43,19 @@ fn find_once(hay: &[u8], needle: &[u8]) -> usize {
     at[0]
 }
 
+/// The shifts modulo the page size of the runs include one by whole pages (copied file to
+/// file) and at least three others (read through buffers).
+fn assert_both_ways(seen: &[i64]) {
+    assert!(
+        seen.contains(&0),
+        "a page-aligned shift was exercised: {seen:?}"
+    );
+    assert!(
+        seen.iter().filter(|&&s| s != 0).count() >= 3,
+        "unaligned shifts were exercised: {seen:?}"
+    );
+}
+
 fn run_default_passes(input: &Path, output: &Path) {
     let mut m = Model::load(input).unwrap_or_else(|e| panic!("{e}"));
     Pipeline::new()
@@ -62,25 +75,7 @@ fn u8_tensor(name: &str, data: Vec<u8>) -> proto::TensorProto {
 }
 
 fn u8_io(name: &str, n: usize) -> proto::ValueInfoProto {
-    use proto::{tensor_shape_proto::dimension::Value, tensor_shape_proto::Dimension};
-    proto::ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(proto::TypeProto {
-            value: Some(proto::type_proto::Value::TensorType(
-                proto::type_proto::Tensor {
-                    elem_type: Some(2),
-                    shape: Some(proto::TensorShapeProto {
-                        dim: vec![Dimension {
-                            value: Some(Value::DimValue(n as i64)),
-                            ..Default::default()
-                        }],
-                    }),
-                },
-            )),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
+    common::tensor_value(name, 2, &[Some(n as u64)])
 }
 
 /// A model whose first node, a Slice of constants named with `name_len` characters, is folded
@@ -168,14 +163,7 @@ fn onnx_weights_land_shifted_and_page_shifted_intact() {
             "the constant Slice was folded"
         );
     }
-    assert!(
-        seen.contains(&0),
-        "a page-aligned shift was exercised: {seen:?}"
-    );
-    assert!(
-        seen.iter().filter(|&&s| s != 0).count() >= 3,
-        "unaligned shifts were exercised: {seen:?}"
-    );
+    assert_both_ways(&seen);
 }
 
 /// An IR whose `.bin` holds a constant StridedSlice's data (`pad` bytes of it unused) and then
@@ -291,12 +279,5 @@ fn ir_constant_lands_shifted_and_page_shifted_intact() {
             "the StridedSlice was folded"
         );
     }
-    assert!(
-        seen.contains(&0),
-        "a page-aligned shift was exercised: {seen:?}"
-    );
-    assert!(
-        seen.iter().filter(|&&s| s != 0).count() >= 3,
-        "unaligned shifts were exercised: {seen:?}"
-    );
+    assert_both_ways(&seen);
 }

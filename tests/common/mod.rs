@@ -232,13 +232,19 @@ pub fn tf_strided_slice_model(case: &Value) -> proto::ModelProto {
 
 /// A graph input `name` of int32 with the given dims (`None` = a symbolic dim `d{i}`).
 pub fn i32_input(name: &str, dims: &[Option<u64>]) -> proto::ValueInfoProto {
+    tensor_value(name, 6, dims)
+}
+
+/// A graph input or output `name` of ONNX element type `elem_type` with the given dims
+/// (`None` = a symbolic dim `d{i}`).
+pub fn tensor_value(name: &str, elem_type: i32, dims: &[Option<u64>]) -> proto::ValueInfoProto {
     use proto::tensor_shape_proto::{dimension::Value as D, Dimension};
     proto::ValueInfoProto {
         name: Some(name.into()),
         r#type: Some(proto::TypeProto {
             value: Some(proto::type_proto::Value::TensorType(
                 proto::type_proto::Tensor {
-                    elem_type: Some(6),
+                    elem_type: Some(elem_type),
                     shape: Some(proto::TensorShapeProto {
                         dim: dims
                             .iter()
