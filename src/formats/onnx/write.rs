@@ -5,8 +5,8 @@
 //! memory: small fields go through a bounded buffer, and large byte fields (`raw_data`,
 //! `string_data`) are written from their `Bytes` directly, or, when they lie in a memory-mapped
 //! input file, copied from that file so their pages are never faulted into this process
-//! (file to file, or through small buffers when they land shifted: see
-//! the private module `formats::copy`). The writes run on a writer thread while the rest is encoded.
+//! (file to file, or through small buffers when they land shifted: see the private module
+//! `formats::copy`). The writes run on a writer thread while the rest is encoded.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
