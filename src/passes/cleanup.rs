@@ -4,6 +4,7 @@
 //! outputs, such as `Assign`) depends on it, directly, through a subgraph capture, or through
 //! any chain of nodes. Graph inputs (ONNX inputs, OpenVINO `Parameter`) are always kept.
 
+use petgraph::stable_graph::NodeIndex;
 use petgraph::visit::{EdgeRef, IntoNodeReferences, NodeIndexable};
 use petgraph::Direction;
 
@@ -31,51 +32,52 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     // its consumers, or a file that lists nodes out of order) is walked at once, with what it
     // reads. Every live node's inputs are read once, so the pass is linear in any order; in a
     // graph loaded from a sorted file nothing is walked out of order.
-    let mut live = vec![false; graph.g.node_bound()];
+    // By index: no node there, a node not (yet) known to be live, a live node. The dead are
+    // listed from this array, not from the node records (a second read of every record).
+    const VACANT: u8 = 0;
+    const SEEN: u8 = 1;
+    const LIVE: u8 = 2;
+    let mut state = vec![VACANT; graph.g.node_bound()];
     let mut stack = Vec::new();
     for (ix, node) in graph.g.node_references().rev() {
         let at = ix.index();
-        if !live[at] {
+        if state[at] != LIVE {
             if !is_root(node) {
+                state[at] = SEEN;
                 continue;
             }
-            live[at] = true;
+            state[at] = LIVE;
         }
         stack.push(ix);
         while let Some(n) = stack.pop() {
             for e in graph.g.edges_directed(n, Direction::Incoming) {
                 let src = e.source().index();
-                if !std::mem::replace(&mut live[src], true) && src > at {
+                if std::mem::replace(&mut state[src], LIVE) != LIVE && src > at {
                     stack.push(e.source());
                 }
             }
         }
     }
-    let dead: Vec<_> = graph
-        .g
-        .node_indices()
-        .filter(|ix| !live[ix.index()])
+    let dead: Vec<_> = (0..state.len())
+        .filter(|&i| state[i] == SEEN)
+        .map(NodeIndex::new)
         .collect();
     if report.details {
         report.changes.reserve(dead.len());
     }
+    let mut gone = crate::ir::DropLater::new();
     graph.remove_nodes_with(dead, |_, n| {
-        let crate::ir::Node {
-            name,
-            kind,
-            op_type,
-            ..
-        } = n;
         report.change(|| Change {
-            node: name.into(),
-            op: match kind {
+            node: n.name.as_str().into(),
+            op: match n.kind {
                 NodeKind::Const(_) => "constant".into(),
-                _ => op_type.into(),
+                _ => n.op_type.as_str().into(),
             },
             what: "removed (unused)".into(),
             before: None,
             after: None,
         });
+        gone.push(n);
     });
     Ok(())
 }
