@@ -157,6 +157,30 @@ pub struct Node {
 }
 
 impl Node {
+    /// Asks the CPU for the first line of each heap block this node owns directly (its
+    /// constant, outputs and attributes): freeing a block reads and writes there. For
+    /// [`with_drop_later`].
+    pub fn prefetch_heap(&self) {
+        let blocks: [*const u8; 3] = [
+            match &self.kind {
+                NodeKind::Const(t) => (&**t as *const Tensor).cast(),
+                _ => std::ptr::null(),
+            },
+            self.outputs.as_ptr().cast(),
+            self.attrs.as_ptr().cast(),
+        ];
+        for at in blocks {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch is a hint: it does not access memory architecturally and
+            // cannot fault, whatever the address.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(at.cast());
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            let _ = at;
+        }
+    }
+
     /// A new operation node.
     pub fn op(name: impl Into<Text>, op_type: impl Into<Text>, domain: impl Into<Text>) -> Node {
         Node {
@@ -323,28 +347,50 @@ pub struct Graph {
     doomed: FastSet<NodeIndex>,
 }
 
-/// Drops what it is given on rayon's pool, in batches, instead of on this thread: what a pass
-/// removes from a large graph (nodes, their tensors, names and shapes) lies scattered over
-/// memory, and freeing it cost this thread a cache miss or more per allocation. The first
-/// [`DropLater::BATCH`] items are dropped at once, here: a small graph never wakes the pool
-/// nor allocates a batch. A batch's buffer, emptied by the pool, comes back for a later
-/// batch: a new buffer per batch was fresh memory, which the kernel clears page by page,
-/// and that cost as much as the frees it saved.
-pub struct DropLater<T: Send + 'static> {
+/// Runs `f` with a [`DropLater`]: what `f` gives it is dropped on rayon's pool, in batches,
+/// while `f` goes on; everything is dropped when this returns. What a pass removes from a
+/// large graph (nodes, their tensors, names and shapes) lies scattered over memory, and
+/// freeing it cost the pass's thread a cache miss or more per allocation. `prefetch` asks for
+/// what dropping an item will touch, a few items ahead. When `expected` (the number of items
+/// `f` will give) is at most [`DropLater::BATCH`], everything is dropped on this thread and
+/// the pool is not involved (nor started).
+///
+/// The batches are jobs of a [`rayon::in_place_scope`]: a thread of the pool that waits for
+/// them (a model transformed in directory mode) runs them itself, so nothing waits on a busy
+/// pool.
+pub fn with_drop_later<T: Send + 'static, R>(
+    expected: usize,
+    prefetch: fn(&T),
+    f: impl FnOnce(&mut DropLater<'_, '_, T>) -> R,
+) -> R {
+    if expected <= DropLater::<T>::BATCH {
+        return f(&mut DropLater::new(None, prefetch));
+    }
+    rayon::in_place_scope(|scope| f(&mut DropLater::new(Some(scope), prefetch)))
+}
+
+/// Takes items to drop, for [`with_drop_later`]. The first [`DropLater::BATCH`] are dropped at
+/// once, here: a small graph never wakes the pool nor allocates a batch. A batch's buffer,
+/// emptied on the pool, comes back for a later batch: a new buffer per batch was fresh memory,
+/// which the kernel clears page by page, and that cost as much as the frees it saved.
+pub struct DropLater<'a, 's, T: Send + 'static> {
+    scope: Option<&'a rayon::Scope<'s>>,
+    prefetch: fn(&T),
     seen: usize,
     batch: Vec<T>,
     empty_tx: std::sync::mpsc::Sender<Vec<T>>,
     empty_rx: std::sync::mpsc::Receiver<Vec<T>>,
 }
 
-impl<T: Send + 'static> DropLater<T> {
+impl<T: Send + 'static> DropLater<'_, '_, T> {
     /// Items per batch handed to the pool (and items dropped here before the first batch).
     pub const BATCH: usize = 1024;
 
-    /// Nothing to drop yet.
-    pub fn new() -> DropLater<T> {
+    fn new<'a, 's>(scope: Option<&'a rayon::Scope<'s>>, prefetch: fn(&T)) -> DropLater<'a, 's, T> {
         let (empty_tx, empty_rx) = std::sync::mpsc::channel();
         DropLater {
+            scope,
+            prefetch,
             seen: 0,
             batch: Vec::new(),
             empty_tx,
@@ -353,14 +399,14 @@ impl<T: Send + 'static> DropLater<T> {
     }
 
     /// Takes `item`: dropped now while fewer than [`DropLater::BATCH`] came before it, then
-    /// with its batch, on the pool. What is left in the last batch is dropped (here) with
-    /// `self`.
+    /// with its batch, on the pool. The last batch, partly full, is dropped here when `self`
+    /// is.
     pub fn push(&mut self, item: T) {
         self.seen += 1;
-        if self.seen <= Self::BATCH {
+        let Some(scope) = self.scope.filter(|_| self.seen > Self::BATCH) else {
             drop(item);
             return;
-        }
+        };
         if self.batch.capacity() == 0 {
             self.batch = self
                 .empty_rx
@@ -371,18 +417,19 @@ impl<T: Send + 'static> DropLater<T> {
         if self.batch.len() >= Self::BATCH {
             let mut full = std::mem::take(&mut self.batch);
             let back = self.empty_tx.clone();
-            rayon::spawn(move || {
-                full.clear();
-                // The receiver is gone once the pass is done: the buffer is freed instead.
+            let prefetch = self.prefetch;
+            scope.spawn(move |_| {
+                // Dropped from the last, what the item 4 places before owns asked for first.
+                while let Some(item) = full.pop() {
+                    if let Some(ahead) = full.len().checked_sub(4).and_then(|k| full.get(k)) {
+                        prefetch(ahead);
+                    }
+                    drop(item);
+                }
+                // The receiver is gone once `with_drop_later` returns: the buffer is freed.
                 let _ = back.send(full);
             });
         }
-    }
-}
-
-impl<T: Send + 'static> Default for DropLater<T> {
-    fn default() -> Self {
-        DropLater::new()
     }
 }
 
@@ -946,8 +993,8 @@ impl Graph {
 mod tests {
     use super::*;
 
-    /// `DropLater` drops every item: the first batch at once, the rest on the pool, the
-    /// remainder with itself.
+    /// `with_drop_later` has dropped every item when it returns: the first batch at once,
+    /// the rest on the pool, the remainder with the `DropLater`.
     #[test]
     fn drop_later_drops_everything() {
         use std::sync::atomic::{AtomicUsize, Ordering};
@@ -961,23 +1008,55 @@ mod tests {
         let dropped = Arc::new(AtomicUsize::new(0));
         let batch = DropLater::<Counted>::BATCH;
         let total = 5 * batch + 17;
-        let mut later = DropLater::new();
-        for i in 0..total {
-            later.push(Counted(dropped.clone()));
-            if i + 1 == batch {
-                assert_eq!(
-                    dropped.load(Ordering::SeqCst),
-                    batch,
-                    "the first batch, at once"
-                );
-            }
-        }
-        drop(later);
-        let start = std::time::Instant::now();
-        while dropped.load(Ordering::SeqCst) < total && start.elapsed().as_secs() < 30 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        with_drop_later(
+            total,
+            |_| {},
+            |later| {
+                for i in 0..total {
+                    later.push(Counted(dropped.clone()));
+                    if i + 1 == batch {
+                        assert_eq!(
+                            dropped.load(Ordering::SeqCst),
+                            batch,
+                            "the first batch, at once"
+                        );
+                    }
+                }
+            },
+        );
         assert_eq!(dropped.load(Ordering::SeqCst), total);
+        // Fewer expected than a batch: all on this thread, even if more come.
+        let dropped = Arc::new(AtomicUsize::new(0));
+        with_drop_later(
+            10,
+            |_| {},
+            |later| {
+                for i in 0..total {
+                    later.push(Counted(dropped.clone()));
+                    assert_eq!(dropped.load(Ordering::SeqCst), i + 1);
+                }
+            },
+        );
+        // From a thread of the pool, with every other thread of the pool busy waiting too.
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let threads = rayon::current_num_threads();
+        rayon::scope(|s| {
+            for _ in 0..threads {
+                let dropped = dropped.clone();
+                s.spawn(move |_| {
+                    with_drop_later(
+                        total,
+                        |_| {},
+                        |later| {
+                            for _ in 0..total {
+                                later.push(Counted(dropped.clone()));
+                            }
+                        },
+                    )
+                });
+            }
+        });
+        assert_eq!(dropped.load(Ordering::SeqCst), threads * total);
     }
 
     /// The prefetch of `remove_nodes_with` computes a record's address from another's and

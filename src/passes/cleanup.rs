@@ -65,19 +65,21 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     if report.details {
         report.changes.reserve(dead.len());
     }
-    let mut gone = crate::ir::DropLater::new();
-    graph.remove_nodes_with(dead, |_, n| {
-        report.change(|| Change {
-            node: n.name.as_str().into(),
-            op: match n.kind {
-                NodeKind::Const(_) => "constant".into(),
-                _ => n.op_type.as_str().into(),
-            },
-            what: "removed (unused)".into(),
-            before: None,
-            after: None,
-        });
-        gone.push(n);
+    // The removed nodes are freed on the pool while the next are taken out.
+    crate::ir::with_drop_later(dead.len(), crate::ir::Node::prefetch_heap, |gone| {
+        graph.remove_nodes_with(dead, |_, n| {
+            report.change(|| Change {
+                node: n.name.as_str().into(),
+                op: match n.kind {
+                    NodeKind::Const(_) => "constant".into(),
+                    _ => n.op_type.as_str().into(),
+                },
+                what: "removed (unused)".into(),
+                before: None,
+                after: None,
+            });
+            gone.push(n);
+        })
     });
     Ok(())
 }
