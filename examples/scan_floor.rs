@@ -18,7 +18,7 @@ use std::time::Instant;
 
 use petgraph::visit::{EdgeRef, IntoNodeReferences};
 use petgraph::Direction;
-use slice_opt::ir::NodeKind;
+use slice_opt::ir::{Node, NodeKind};
 use slice_opt::Model;
 
 fn best_of<F: FnMut() -> u64>(reps: usize, mut f: F) -> f64 {
@@ -29,6 +29,13 @@ fn best_of<F: FnMut() -> u64>(reps: usize, mut f: F) -> f64 {
         best = best.min(t.elapsed().as_secs_f64());
     }
     best
+}
+
+/// Three fields of a node record: its kind, its number of outputs, its order key.
+fn read(n: &Node) -> u64 {
+    u64::from(matches!(n.kind, NodeKind::Op))
+        .wrapping_add(n.outputs.len() as u64)
+        .wrapping_add(n.order.0)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,20 +49,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let records = best_of(9, || {
             let mut acc = 0u64;
             for (_, n) in g.node_references() {
-                acc = acc
-                    .wrapping_add(u64::from(matches!(n.kind, NodeKind::Op)))
-                    .wrapping_add(n.outputs.len() as u64)
-                    .wrapping_add(n.order.0);
+                acc = acc.wrapping_add(read(n));
             }
             acc
         });
         let inputs = best_of(9, || {
             let mut acc = 0u64;
             for (ix, n) in g.node_references() {
-                acc = acc
-                    .wrapping_add(u64::from(matches!(n.kind, NodeKind::Op)))
-                    .wrapping_add(n.outputs.len() as u64)
-                    .wrapping_add(n.order.0);
+                acc = acc.wrapping_add(read(n));
                 for e in g.edges_directed(ix, Direction::Incoming) {
                     acc = acc.wrapping_add(e.source().index() as u64);
                 }

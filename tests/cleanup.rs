@@ -45,18 +45,6 @@ fn vi(name: &str, elem: i32, dims: &[i64]) -> proto::ValueInfoProto {
     }
 }
 
-fn model(graph: proto::GraphProto) -> proto::ModelProto {
-    proto::ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![proto::OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(17),
-        }],
-        graph: Some(graph),
-        ..Default::default()
-    }
-}
-
 fn transform(m: &proto::ModelProto) -> Vec<u8> {
     default_passes(&m.encode_to_vec())
 }

@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 
-use common::{node, tensor_value};
+use common::{model, node, tensor_value};
 use prost::Message;
 use slice_opt::formats::onnx::{proto, OnnxModel};
 use slice_opt::pipeline::PassKind;
@@ -78,25 +78,17 @@ fn random_model(rng: &mut Rng, n: usize) -> proto::ModelProto {
     let mut initializer: Vec<proto::TensorProto> = consts.iter().map(|c| float_tensor(c)).collect();
     rng.shuffle(&mut initializer);
     let float = proto::tensor_proto::DataType::Float as i32;
-    proto::ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![proto::OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(17),
-        }],
-        graph: Some(proto::GraphProto {
-            name: Some("g".into()),
-            node: nodes,
-            initializer,
-            input: vec![tensor_value("x", float, &[Some(2)])],
-            output: outputs
-                .iter()
-                .map(|o| tensor_value(o, float, &[Some(2)]))
-                .collect(),
-            ..Default::default()
-        }),
+    model(proto::GraphProto {
+        name: Some("g".into()),
+        node: nodes,
+        initializer,
+        input: vec![tensor_value("x", float, &[Some(2)])],
+        output: outputs
+            .iter()
+            .map(|o| tensor_value(o, float, &[Some(2)]))
+            .collect(),
         ..Default::default()
-    }
+    })
 }
 
 /// The node names and initializer names that a graph output depends on, by definition.

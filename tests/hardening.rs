@@ -11,7 +11,7 @@ use slice_opt::formats::onnx::OnnxModel;
 use slice_opt::formats::openvino::OvModel;
 use slice_opt::{Model, Pipeline};
 
-use common::{i64_tensor, node};
+use common::{i64_tensor, model, node};
 
 /// Runs `f` on a thread with a 2 MiB stack; a stack overflow aborts the test binary.
 fn small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
@@ -53,18 +53,6 @@ fn input(name: &str, dims: &[Result<i64, &str>]) -> proto::ValueInfoProto {
 fn output(name: &str) -> proto::ValueInfoProto {
     proto::ValueInfoProto {
         name: Some(name.into()),
-        ..Default::default()
-    }
-}
-
-fn model(g: proto::GraphProto) -> ModelProto {
-    ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![proto::OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(17),
-        }],
-        graph: Some(g),
         ..Default::default()
     }
 }

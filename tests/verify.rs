@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{i64_tensor, node};
+use common::{i64_tensor, model, node};
 use prost::Message;
 use slice_opt::formats::onnx::{proto, OnnxModel};
 use slice_opt::verify::{verify_onnx_with, Verification, VerifyOptions};
@@ -69,18 +69,6 @@ fn f32_tensor(name: &str, dims: &[i64], values: &[f32]) -> proto::TensorProto {
                 .flat_map(|v| v.to_le_bytes())
                 .collect::<Vec<u8>>(),
         )),
-        ..Default::default()
-    }
-}
-
-fn model(g: proto::GraphProto) -> proto::ModelProto {
-    proto::ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![proto::OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(17),
-        }],
-        graph: Some(g),
         ..Default::default()
     }
 }

@@ -409,6 +409,19 @@ pub fn ov_slice8_ir(case: &Value) -> (String, Vec<u8>) {
     ov_one_op_ir(&uints(&case["input_shape"]), "Slice", "opset8", "", &params)
 }
 
+/// An ONNX model of IR version 8 and opset 17 around `graph`.
+pub fn model(graph: proto::GraphProto) -> proto::ModelProto {
+    proto::ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![proto::OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+}
+
 /// A node of `op` named `name`.
 pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> proto::NodeProto {
     proto::NodeProto {
