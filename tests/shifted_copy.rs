@@ -103,16 +103,7 @@ fn onnx_model(name_len: usize, w1: &[u8], w2: &[u8]) -> Vec<u8> {
         output: vec![u8_io("y", 4), u8_io("o1", w1.len()), u8_io("o2", w2.len())],
         ..Default::default()
     };
-    proto::ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![proto::OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(13),
-        }],
-        graph: Some(graph),
-        ..Default::default()
-    }
-    .encode_to_vec()
+    common::model(graph).encode_to_vec()
 }
 
 fn raw_of(m: &proto::ModelProto, name: &str) -> Vec<u8> {
