@@ -35,7 +35,7 @@ fn best_of<F: FnMut() -> u64>(reps: usize, mut f: F) -> f64 {
 fn read(n: &Node) -> u64 {
     u64::from(matches!(n.kind, NodeKind::Op))
         .wrapping_add(n.outputs.len() as u64)
-        .wrapping_add(n.order.0)
+        .wrapping_add(u64::from(n.order.0))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

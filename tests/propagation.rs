@@ -190,7 +190,7 @@ fn concat_of_100k_inputs_is_linear() {
         ty_changed: false,
     });
     let x = g.add_node(x);
-    let n = 100_000;
+    let n: u32 = 100_000;
     let mut cat = Node::op("cat", "Concat", "");
     cat.num_inputs = n;
     cat.attrs.push(("axis".into(), slice_opt::ir::Attr::Int(0)));
@@ -200,7 +200,7 @@ fn concat_of_100k_inputs_is_linear() {
     });
     let cat = g.add_node(cat);
     for p in 0..n {
-        g.connect(OutletId { node: x, port: 0 }, cat, p);
+        g.connect(OutletId { node: x, port: 0 }, cat, p as usize);
     }
     let t = std::time::Instant::now();
     let facts = shape::propagate_graph(&g, Format::Onnx, 17).expect("acyclic");

@@ -118,23 +118,37 @@ pub enum NodeKind {
 }
 
 /// Where a node came from in its file, so an untouched node is written back as it was.
+///
+/// Positions are 32-bit (8 bytes a node, not 16): a model file cannot list 2^32 records
+/// (a protobuf message is under 2 GB; loaders refuse more).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
     /// Created by a pass.
     New,
     /// ONNX `graph.node[i]`.
-    OnnxNode(usize),
+    OnnxNode(u32),
     /// ONNX `graph.initializer[i]`.
-    OnnxInitializer(usize),
+    OnnxInitializer(u32),
     /// ONNX `graph.sparse_initializer[i]`.
-    OnnxSparseInitializer(usize),
+    OnnxSparseInitializer(u32),
     /// ONNX `graph.input[i]`.
-    OnnxInput(usize),
+    OnnxInput(u32),
     /// ONNX `graph.output[i]`.
-    OnnxOutput(usize),
+    OnnxOutput(u32),
     /// OpenVINO `<layer>` number `i` in document order.
-    OvLayer(usize),
+    OvLayer(u32),
 }
+
+/// `i` as a 32-bit record position or count ([`Origin`], [`Node::order`], [`Node::num_inputs`]).
+/// Saturates: loaders refuse a model with 2^32 - 1 records or more before building nodes
+/// ([`MAX_RECORDS`]), so only a pass could reach it, and a saturated order key only ties.
+pub fn to_u32(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}
+
+/// The most records (nodes, initializers, inputs, outputs; OpenVINO layers) a loaded graph may
+/// have: positions are 32-bit and `u32::MAX` marks a node not yet placed.
+pub const MAX_RECORDS: usize = u32::MAX as usize - 1;
 
 /// A node of the graph.
 #[derive(Debug, Clone, PartialEq)]
@@ -146,12 +160,15 @@ pub struct Node {
     /// ONNX domain, or OpenVINO opset (`opset1`).
     pub domain: Text,
     /// Number of input ports (ONNX omitted optional inputs are ports without an edge).
-    pub num_inputs: usize,
+    /// 32-bit, like [`Origin`]'s positions: a node record is read by every pass, and its size
+    /// decides how many fit in the cache.
+    pub num_inputs: u32,
     pub outputs: Vec<Value>,
     pub attrs: Vec<(String, Attr)>,
     pub origin: Origin,
-    /// Sort key for output: original position, then creation order within it.
-    pub order: (u64, u64),
+    /// Sort key for output: original position, then creation order within it (`u32::MAX`
+    /// first: not placed yet, see [`Graph::add_node`]).
+    pub order: (u32, u32),
     /// Set when a pass changed the node, so its record must be rebuilt on save.
     pub dirty: bool,
 }
@@ -192,7 +209,7 @@ impl Node {
             outputs: Vec::new(),
             attrs: Vec::new(),
             origin: Origin::New,
-            order: (u64::MAX, 0),
+            order: (u32::MAX, 0),
             dirty: true,
         }
     }
@@ -322,7 +339,7 @@ pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 #[derive(Debug, Clone, Default)]
 pub struct Graph {
     pub g: StableDiGraph<Node, Wire>,
-    next_order: u64,
+    next_order: u32,
     /// Every name in use (values and nodes), as 64-bit hashes of `name_hasher`: a name is
     /// never stored twice (the graph holds it already). Two names of one hash only make
     /// [`Graph::unique_name`] pass over a free name, never reuse a taken one. Filled with the
@@ -536,8 +553,8 @@ impl Graph {
     /// Adds a node; nodes added without an explicit order key sort after everything loaded,
     /// in creation order.
     pub fn add_node(&mut self, mut node: Node) -> NodeIndex {
-        if node.order.0 == u64::MAX {
-            self.next_order += 1;
+        if node.order.0 == u32::MAX {
+            self.next_order = self.next_order.saturating_add(1);
             node.order.1 = self.next_order;
         }
         self.g.add_node(node)
@@ -571,7 +588,7 @@ impl Graph {
 
     /// The inputs of `node` by port (`None` for an omitted optional input).
     pub fn inputs(&self, node: NodeIndex) -> Vec<Option<OutletId>> {
-        let n = self.g[node].num_inputs;
+        let n = self.g[node].num_inputs as usize;
         let mut out = vec![None; n];
         for e in self.g.edges_directed(node, Direction::Incoming) {
             let p = e.weight().dst_port as usize;
@@ -888,7 +905,7 @@ impl Graph {
         // same walk over the records that checks their keys (a second walk, on a graph larger
         // than the cache, took as long as the first).
         let mut listed = Vec::with_capacity(self.g.node_count());
-        let mut last: Option<(u64, u64)> = None;
+        let mut last: Option<(u32, u32)> = None;
         let mut in_key_order = true;
         for (ix, n) in self.g.node_references() {
             if last.is_some_and(|k| k > n.order) {
@@ -907,7 +924,7 @@ impl Graph {
             return Ok(listed);
         }
         drop(listed);
-        let mut sorted: Vec<((u64, u64), NodeIndex)> = self
+        let mut sorted: Vec<((u32, u32), NodeIndex)> = self
             .g
             .node_indices()
             .map(|ix| (self.g[ix].order, ix))
@@ -952,7 +969,7 @@ impl Graph {
         if out.len() != self.g.node_count() {
             // Some node is on (or behind) a cycle: name the first one, in original order, that
             // lies on a cycle.
-            let remaining: BTreeMap<(u64, u64), NodeIndex> = self
+            let remaining: BTreeMap<(u32, u32), NodeIndex> = self
                 .g
                 .node_indices()
                 .filter(|ix| indegree[ix.index()] > 0)
@@ -1136,9 +1153,9 @@ mod tests {
                 .map(|i| {
                     let mut node = Node::op(format!("n{i}"), "Op", "");
                     node.order = if shuffled {
-                        (rand(3), rand(4))
+                        (rand(3) as u32, rand(4) as u32)
                     } else {
-                        (1, i as u64)
+                        (1, i as u32)
                     };
                     g.add_node(node)
                 })
@@ -1196,6 +1213,22 @@ mod tests {
         assert!(
             acyclic > 1000 && cyclic > 300,
             "{acyclic} acyclic, {cyclic} cyclic"
+        );
+    }
+
+    /// A node record holds its positions and input count in 32 bits: every pass reads every
+    /// record, and a 600,000-node graph's records are larger than the cache (issue 19). On
+    /// 64-bit targets: five 24-byte names and vectors, the 16-byte kind, then 8 bytes each for
+    /// the order key and the origin, and the input count and flag in the last 8.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_node_record_is_compact() {
+        assert_eq!(std::mem::size_of::<Origin>(), 8);
+        assert_eq!(std::mem::size_of::<(u32, u32)>(), 8);
+        assert!(
+            std::mem::size_of::<Node>() <= 5 * 24 + 16 + 8 + 8 + 8,
+            "Node is {} bytes",
+            std::mem::size_of::<Node>()
         );
     }
 

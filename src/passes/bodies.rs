@@ -160,7 +160,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
         .unwrap_or_default()
         .into_iter()
         .filter_map(|ix| match m.graph.node(ix).origin {
-            Origin::OnnxNode(i) => Some((ix, i)),
+            Origin::OnnxNode(i) => Some((ix, i as usize)),
             _ => None,
         })
         .filter(|&(_, i)| m.body_holders().binary_search(&i).is_ok())
@@ -239,7 +239,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
                 let (NodeKind::Input, Origin::OnnxInput(k)) = (&n.kind, n.origin) else {
                     continue;
                 };
-                if k < body.formal_inputs {
+                if (k as usize) < body.formal_inputs {
                     continue;
                 }
                 let Some(t) = n
@@ -321,7 +321,7 @@ fn openvino(pipeline: &Pipeline, m: &mut OvModel, report: &mut Report, depth: us
                     if n.kind == NodeKind::Op
                         && matches!(n.op_type.as_str(), "If" | "Loop" | "TensorIterator") =>
                 {
-                    Some((ix, i))
+                    Some((ix, i as usize))
                 }
                 _ => None,
             }

@@ -290,7 +290,7 @@ fn onnx_tensor_attr(model: &Model, ix: NodeIndex, name: &str) -> Option<Tensor> 
     let crate::ir::Origin::OnnxNode(i) = model.graph().node(ix).origin else {
         return None;
     };
-    let record = onnx.node_record(i)?;
+    let record = onnx.node_record(i as usize)?;
     let a = record.attribute.iter().find(|a| a.name() == name)?;
     let dir = model.path().parent().unwrap_or(std::path::Path::new("."));
     let mut ext = crate::formats::onnx::ExternalFiles::new(dir);

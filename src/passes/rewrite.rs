@@ -130,8 +130,8 @@ pub struct Builder<'a> {
     pub format: Format,
     /// Base for names of new nodes and values.
     pub base: String,
-    order: (u64, u64),
-    k: u64,
+    order: (u32, u32),
+    k: u32,
 }
 
 impl<'a> Builder<'a> {
@@ -149,7 +149,7 @@ impl<'a> Builder<'a> {
     }
 
     fn add(&mut self, mut node: Node) -> NodeIndex {
-        self.k += 1;
+        self.k = self.k.saturating_add(1);
         node.order = (self.order.0, self.order.1.saturating_add(self.k));
         let ix = self.graph.add_node(node);
         self.graph.node_mut(ix).order = (self.order.0, self.order.1.saturating_add(self.k));
@@ -194,7 +194,7 @@ impl<'a> Builder<'a> {
                 .unique_name(&format!("{}/{}", self.base, op_type.to_lowercase()))
         });
         let mut node = Node::op(name.clone(), op_type, domain);
-        node.num_inputs = inputs.len();
+        node.num_inputs = crate::ir::to_u32(inputs.len());
         node.attrs = attrs;
         node.outputs = vec![out.unwrap_or_else(|| Value {
             name: self.graph.unique_name(&format!("{name}:0")).into(),

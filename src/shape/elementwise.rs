@@ -278,7 +278,7 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
     if !BINARY.contains(&op) {
         return None;
     }
-    let n = cx.node.num_inputs;
+    let n = cx.node.num_inputs as usize;
     let shapes: Option<Vec<&[Dim]>> = (0..n).map(|p| cx.shape(p)).collect();
     let shape = shapes.map(|s| broadcast(&s));
     let dtype = if BOOL_OUT.contains(&op) {

@@ -280,7 +280,7 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
             Some(same_type(cx, shape, xv.map(<[Dim]>::to_vec)))
         }
         "Concat" => {
-            let n = cx.node.num_inputs;
+            let n = cx.node.num_inputs as usize;
             let first = (0..n).find_map(|p| cx.shape(p))?;
             let axis = norm_axis(cx.attr_int("axis").unwrap_or(0), first.len());
             let shape = axis.and_then(|axis| {

@@ -54,6 +54,7 @@ pub fn label(graph: &Graph, ix: NodeIndex) -> String {
         return n.name.to_string();
     }
     if let Origin::OnnxNode(i) = n.origin {
+        let i = i as usize;
         return format!("{}_{i}", n.op_type);
     }
     n.outputs
@@ -126,6 +127,7 @@ fn onnx_bodies(
         let Origin::OnnxNode(i) = node.origin else {
             continue;
         };
+        let i = i as usize;
         let Some(np) = record(i) else {
             continue;
         };
@@ -329,9 +331,9 @@ pub(crate) fn body_seeds(
     let mut outs: FastMap<usize, NodeIndex> = FastMap::default();
     for ix in g.g.node_indices() {
         match (g.node(ix).kind.clone(), g.node(ix).origin) {
-            (NodeKind::Input, Origin::OnnxInput(i)) => ins.push((i, ix)),
+            (NodeKind::Input, Origin::OnnxInput(i)) => ins.push((i as usize, ix)),
             (NodeKind::Output, Origin::OnnxOutput(i)) => {
-                outs.insert(i, ix);
+                outs.insert(i as usize, ix);
             }
             _ => {}
         }

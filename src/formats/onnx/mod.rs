@@ -243,6 +243,7 @@ impl OnnxModel {
             let Origin::OnnxNode(i) = self.graph.node(ix).origin else {
                 continue;
             };
+            let i = i as usize;
             let Some(b) = self.body_overrides.get(&i) else {
                 continue;
             };
@@ -822,10 +823,10 @@ fn onnx_node(
     attributes: &[proto::AttributeProto],
 ) -> Node {
     let mut node = Node::op(name, op_type, domain);
-    node.origin = Origin::OnnxNode(i);
-    node.order = (2, i as u64);
+    node.origin = Origin::OnnxNode(crate::ir::to_u32(i));
+    node.order = (2, crate::ir::to_u32(i));
     node.dirty = false;
-    node.num_inputs = inputs;
+    node.num_inputs = crate::ir::to_u32(inputs);
     node.attrs = attributes
         .iter()
         .map(|a| (a.name().to_string(), convert_attr(a)))
@@ -947,6 +948,15 @@ fn build_graph<'g>(
     let defined = g.input.len() + inits.len() + g.sparse_initializer.len() + nodes.len();
     let count =
         g.input.len() + inits.len() + g.sparse_initializer.len() + nodes.len() + g.output.len();
+    if count > crate::ir::MAX_RECORDS {
+        return Err(fmt_err(
+            path,
+            format!(
+                "the graph has {count} records (inputs, initializers, nodes, outputs); at most {} are supported",
+                crate::ir::MAX_RECORDS
+            ),
+        ));
+    }
     // Headroom for what passes add (folded constants, lowered nodes): the first node added
     // past the capacity would copy the whole node array. Edges are reserved once the nodes'
     // input counts are known.
@@ -972,8 +982,8 @@ fn build_graph<'g>(
     for (i, vi) in g.input.iter().enumerate() {
         let mut node = Node::op(vi.name(), "", "");
         node.kind = NodeKind::Input;
-        node.origin = Origin::OnnxInput(i);
-        node.order = (0, i as u64);
+        node.origin = Origin::OnnxInput(crate::ir::to_u32(i));
+        node.order = (0, crate::ir::to_u32(i));
         node.dirty = false;
         node.outputs = vec![crate::ir::Value {
             name: crate::ir::Text::from(vi.name()),
@@ -1025,8 +1035,8 @@ fn build_graph<'g>(
     // (in file order, so names, errors and node indices are those of a loop in one thread).
     let init_node = |i: usize, name: &str, tensor: Tensor| {
         let mut node = Node::op(name, "", "");
-        node.origin = Origin::OnnxInitializer(i);
-        node.order = (1, i as u64);
+        node.origin = Origin::OnnxInitializer(crate::ir::to_u32(i));
+        node.order = (1, crate::ir::to_u32(i));
         node.dirty = false;
         node.outputs = vec![crate::ir::Value {
             name: crate::ir::Text::from(name),
@@ -1102,8 +1112,8 @@ fn build_graph<'g>(
             }
         }
         let mut node = Node::op(name, "SparseInitializer", "");
-        node.origin = Origin::OnnxSparseInitializer(i);
-        node.order = (1, (inits.len() + i) as u64);
+        node.origin = Origin::OnnxSparseInitializer(crate::ir::to_u32(i));
+        node.order = (1, crate::ir::to_u32(inits.len() + i));
         node.dirty = false;
         node.outputs = vec![crate::ir::Value {
             name: crate::ir::Text::from(name),
@@ -1273,8 +1283,8 @@ fn build_graph<'g>(
         };
         let mut node = Node::op(vi.name(), "", "");
         node.kind = NodeKind::Output;
-        node.origin = Origin::OnnxOutput(i);
-        node.order = (3, i as u64);
+        node.origin = Origin::OnnxOutput(crate::ir::to_u32(i));
+        node.order = (3, crate::ir::to_u32(i));
         node.dirty = false;
         node.num_inputs = 1;
         let ix = graph.add_node(node);
@@ -1518,6 +1528,7 @@ fn rebuild_node<'a>(
         }
     };
     if let Origin::OnnxNode(i) = n.origin {
+        let i = i as usize;
         if let (false, Some(rec)) = (n.dirty, records.get(i)) {
             return Ok(match bodies.get(&i) {
                 Some(b) => NodeOut::Record(Rec::owned(with_bodies(record(i)?, b))),
@@ -1526,7 +1537,7 @@ fn rebuild_node<'a>(
         }
     }
     let mut np = match n.origin {
-        Origin::OnnxNode(i) => record(i)?,
+        Origin::OnnxNode(i) => record(i as usize)?,
         _ => NodeProto::default(),
     };
     np.name = if n.name.is_empty() {
@@ -1617,7 +1628,7 @@ fn rebuild_node<'a>(
         np.attribute.push(a);
     }
     if let Some(b) = match n.origin {
-        Origin::OnnxNode(i) => bodies.get(&i),
+        Origin::OnnxNode(i) => bodies.get(&(i as usize)),
         _ => None,
     } {
         np = with_bodies(np, b);
@@ -1691,7 +1702,7 @@ fn rebuild_graph<'a>(
                 }
             }
             (NodeKind::Const(t), Origin::OnnxInitializer(i)) => {
-                let rec = match (n.dirty, records.inits.get(i)) {
+                let rec = match (n.dirty, records.inits.get(i as usize)) {
                     (false, Some(t)) => write::Out::Encoded(t),
                     _ => new_tensor(t, &n.outputs[0].name),
                 };
@@ -2343,8 +2354,8 @@ mod tests {
         let (mut nodes, mut inits) = (vec![None; n], vec![None; n]);
         for ix in graph.g.node_indices() {
             match graph.node(ix).origin {
-                Origin::OnnxNode(i) => nodes[i] = Some(ix),
-                Origin::OnnxInitializer(i) => inits[i] = Some(ix),
+                Origin::OnnxNode(i) => nodes[i as usize] = Some(ix),
+                Origin::OnnxInitializer(i) => inits[i as usize] = Some(ix),
                 _ => {}
             }
         }

@@ -291,6 +291,7 @@ impl OvModel {
         let Origin::OvLayer(i) = self.graph.g.node_weight(node)?.origin else {
             return None;
         };
+        let i = i as usize;
         let port_id = *self.layers.get(i)?.input_ports.get(port)?;
         let span = self.layer_srcs.get(i)?.span.clone();
         let (_, layer) = materialize(&self.path, &self.source, span).ok()?;

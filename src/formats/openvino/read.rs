@@ -453,6 +453,16 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
         let path = self.path;
         let bin = self.bin;
         let i = self.records.len();
+        if i >= crate::ir::MAX_RECORDS {
+            return Err(layer_err(
+                path,
+                el,
+                format!(
+                    "more than {} layers are not supported",
+                    crate::ir::MAX_RECORDS
+                ),
+            ));
+        }
         let id =
             parse_int(el, "id").ok_or_else(|| layer_err(path, el, "layer has no valid 'id'"))?;
         let op_type = el.attr("type").unwrap_or_default();
@@ -467,10 +477,10 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
             op_type,
             el.attr("version").unwrap_or_default(),
         );
-        node.origin = Origin::OvLayer(i);
-        node.order = (0, i as u64);
+        node.origin = Origin::OvLayer(crate::ir::to_u32(i));
+        node.order = (0, crate::ir::to_u32(i));
         node.dirty = false;
-        node.num_inputs = input_ports.len();
+        node.num_inputs = crate::ir::to_u32(input_ports.len());
         if let Some(data) = el.child("data") {
             node.attrs.reserve_exact(data.attrs().count());
             node.attrs.extend(

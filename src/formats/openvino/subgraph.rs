@@ -25,6 +25,7 @@ impl OvModel {
         let Origin::OvLayer(i) = n.origin else {
             return Vec::new();
         };
+        let i = i as usize;
         if n.kind != NodeKind::Op || !matches!(n.op_type.as_str(), "If" | "Loop" | "TensorIterator")
         {
             return Vec::new();
@@ -73,6 +74,7 @@ impl OvModel {
         let Some(Origin::OvLayer(i)) = self.graph.g.node_weight(node).map(|n| n.origin) else {
             return Vec::new();
         };
+        let i = i as usize;
         let (Some(src), Some(rec)) = (self.layer_srcs.get(i), self.layers.get(i)) else {
             return Vec::new();
         };
@@ -115,6 +117,6 @@ impl OvModel {
         self.graph
             .g
             .node_indices()
-            .find(|&ix| self.graph.node(ix).origin == Origin::OvLayer(k))
+            .find(|&ix| self.graph.node(ix).origin == Origin::OvLayer(crate::ir::to_u32(k)))
     }
 }

@@ -292,6 +292,7 @@ impl<'a> Writer<'a> {
                 _ => {}
             }
             if let Origin::OvLayer(i) = n.origin {
+                let i = i as usize;
                 if let Some(slot @ None) = by_layer.get_mut(i) {
                     *slot = Some(ix);
                     original_of[ix.index()] = Some(i);
@@ -330,7 +331,7 @@ impl<'a> Writer<'a> {
                         next_port = next_port.saturating_add(1);
                         next_port
                     };
-                    let inputs = ports(&r.input_ports, n.num_inputs, &mut fresh);
+                    let inputs = ports(&r.input_ports, n.num_inputs as usize, &mut fresh);
                     let outputs = ports(&r.output_ports, n.outputs.len(), &mut fresh);
                     Placed {
                         id: r.id,
@@ -361,7 +362,7 @@ impl<'a> Writer<'a> {
             };
             let r = &m.layers[i];
             n.dirty
-                || n.num_inputs != r.input_ports.len()
+                || n.num_inputs as usize != r.input_ports.len()
                 || n.outputs.len() != r.output_ports.len()
                 || n.outputs.iter().any(|v| v.ty_changed)
                 || g.g
@@ -376,6 +377,7 @@ impl<'a> Writer<'a> {
             let Origin::OvLayer(i) = n.origin else {
                 continue;
             };
+            let i = i as usize;
             let original = original(ix) == Some(i);
             if let Some(range) = m.layers.get(i).and_then(|r| r.const_range) {
                 match &n.kind {
@@ -722,7 +724,7 @@ impl<'a> Writer<'a> {
             }
         }
         let original_range = match n.origin {
-            Origin::OvLayer(i) => m.layers.get(i).and_then(|r| r.const_range),
+            Origin::OvLayer(i) => m.layers.get(i as usize).and_then(|r| r.const_range),
             _ => None,
         };
         if let NodeKind::Const(t) = &n.kind {
@@ -768,8 +770,8 @@ impl<'a> Writer<'a> {
         }
 
         // <input> / <output>
-        let mut in_ports = Vec::with_capacity(n.num_inputs);
-        for k in 0..n.num_inputs {
+        let mut in_ports = Vec::with_capacity(n.num_inputs as usize);
+        for k in 0..n.num_inputs as usize {
             let ty = g.input(ix, k).and_then(|o| g.value(o)).map(|v| &v.ty);
             in_ports.push((p.inputs[k], ty, None));
         }
