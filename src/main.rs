@@ -367,7 +367,14 @@ fn transform_one(
     let start = Instant::now();
     let mut model = Model::load(input)?;
     let load_seconds = start.elapsed().as_secs_f64();
-    let ops_before = slice_opt::summary::op_rows(&model);
+    // The summary (op counts before and after: two walks over every node) is computed only
+    // when something shows it: the printed table, directory mode's lines, or `--report`.
+    let shown = !cli.quiet || cli.report.is_some();
+    let ops_before = if shown {
+        slice_opt::summary::op_rows(&model)
+    } else {
+        Vec::new()
+    };
     let original = if cli.verify {
         Some(model.clone())
     } else {
@@ -388,13 +395,15 @@ fn transform_one(
     model.save(output)?;
     report.load_seconds = Some(load_seconds);
     report.save_seconds = Some(save_start.elapsed().as_secs_f64());
-    report.summary = Some(slice_opt::summary::Summary::new(
-        &ops_before,
-        &model,
-        file_size(input),
-        file_size(output),
-        start.elapsed().as_secs_f64(),
-    ));
+    report.summary = shown.then(|| {
+        slice_opt::summary::Summary::new(
+            &ops_before,
+            &model,
+            file_size(input),
+            file_size(output),
+            start.elapsed().as_secs_f64(),
+        )
+    });
     report.verification = verification.clone();
     // Freeing a model of a million small allocations takes a noticeable share of a run: do it
     // off the critical path (the process may exit before it finishes, which is fine).
