@@ -779,27 +779,35 @@ impl Graph {
             }
         }
         let is_dead = |e: EdgeIndex| dead_set.get(e.index()).copied().unwrap_or(false);
-        let mut sources = Vec::with_capacity(dead.len());
-        let mut targets = Vec::with_capacity(dead.len());
+        // The endpoints, each once, in index order: marked by node index (a byte a node, where
+        // a list of every edge's endpoints, sorted and deduplicated, was eight bytes a removed
+        // edge of fresh memory and a sort).
+        const SOURCE: u8 = 1;
+        const TARGET: u8 = 2;
+        let mut ends = vec![0u8; self.g.node_bound()];
         for &e in &dead {
             if let Some((s, t)) = self.g.edge_endpoints(e) {
-                sources.push(s);
-                targets.push(t);
+                ends[s.index()] |= SOURCE;
+                ends[t.index()] |= TARGET;
             }
         }
-        sources.sort_unstable();
-        sources.dedup();
-        targets.sort_unstable();
-        targets.dedup();
+        let marked_with = |bit: u8| {
+            ends.iter()
+                .enumerate()
+                .filter(move |&(_, &m)| m & bit != 0)
+                .map(|(i, _)| NodeIndex::new(i))
+        };
+        let targets = marked_with(TARGET);
+        let sources = marked_with(SOURCE);
         let budget = 4 * (self.g.node_count() + self.g.edge_count()) + 1024;
         let mut cost = 0usize;
-        for &t in &targets {
+        for t in targets {
             let d = self.g.edges_directed(t, Direction::Incoming).count();
             cost = cost.saturating_add(d.saturating_mul(d));
         }
         let mut order = Vec::with_capacity(marked);
         if cost <= budget {
-            'walk: for &s in &sources {
+            'walk: for s in sources {
                 let mut kept_before = 0usize;
                 for e in self.g.edges_directed(s, Direction::Outgoing) {
                     if is_dead(e.id()) {

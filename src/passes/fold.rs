@@ -403,7 +403,9 @@ pub(crate) fn run_listing(
     let format = model.format();
     // A folded node becomes a constant in place; the edges into it are removed at the end,
     // all at once (one by one is quadratic when folded nodes share constant parameters).
-    let mut dead_inputs = Vec::new();
+    // Room for every edge: only the part used is touched (grown by doubling, each copy was
+    // fresh memory).
+    let mut dead_inputs = Vec::with_capacity(model.graph().g.edge_count());
     let opset = model.onnx_opset();
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
