@@ -1270,19 +1270,23 @@ mod tests {
         assert_eq!((w.src_port, w.dst_port), (70_000, 65_537));
     }
 
+    /// A seeded generator for the graph tests: `rand(n)` is below `n` (0 for `n` = 0).
+    fn lcg(mut seed: u64) -> impl FnMut(u64) -> u64 {
+        move |n| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n.max(1)
+        }
+    }
+
     /// `topo_order` is the topological order that takes, at each step, the ready node of
     /// smallest (order key, index), and refuses a cycle (self-loops included). Checked against
     /// that definition, computed the slow way, on 3,000 small graphs: keys in index order
     /// (a graph as loaded), keys shuffled, nodes removed, edges backwards.
     #[test]
     fn topo_order_is_the_smallest_key_first_order_and_refuses_cycles() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rand = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n.max(1)
-        };
+        let mut rand = lcg(0x9e37_79b9_7f4a_7c15);
         let (mut acyclic, mut cyclic) = (0, 0);
         for case in 0..3000 {
             let n = 1 + rand(9) as usize;
@@ -1395,13 +1399,7 @@ mod tests {
     /// heap gives.
     #[test]
     fn topo_order_of_large_shuffled_graphs_is_the_heap_order() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rand = |n: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % n.max(1)
-        };
+        let mut rand = lcg(0x9e37_79b9_7f4a_7c15);
         for n in [100usize, 5_000, 20_000] {
             let mut g = Graph::new();
             let ix: Vec<NodeIndex> = (0..n)
