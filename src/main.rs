@@ -365,6 +365,15 @@ fn transform_one(
     output: &Path,
 ) -> Result<Outcome, Error> {
     let start = Instant::now();
+    // A big IR `.bin` starts copying to the output now, while the model loads and the passes
+    // run; the save takes the copy when the `.bin` keeps its layout (most of such a save is
+    // that copy), and otherwise stops it and writes the `.bin` itself.
+    let bin_copy = match slice_opt::formats::detect_format(input) {
+        Ok(slice_opt::formats::Format::OpenVino) => {
+            slice_opt::formats::openvino::BinCopy::start(input, output)
+        }
+        _ => None,
+    };
     let mut model = Model::load(input)?;
     let load_seconds = start.elapsed().as_secs_f64();
     // The summary (op counts before and after: two walks over every node) is computed only
@@ -392,7 +401,7 @@ fn transform_one(
         (None, _) => None,
     };
     let save_start = Instant::now();
-    model.save(output)?;
+    model.save_with(output, bin_copy)?;
     report.load_seconds = Some(load_seconds);
     report.save_seconds = Some(save_start.elapsed().as_secs_f64());
     report.summary = shown.then(|| {

@@ -272,3 +272,193 @@ fn ir_constant_lands_shifted_and_page_shifted_intact() {
     }
     assert_both_ways(&seen);
 }
+
+/// A `.bin` of 64 MB or more whose unreferenced bytes are at most 1/256 of it keeps its layout
+/// (new constants after the end); more unreferenced bytes, and it is compacted.
+const KEEP_LAYOUT_MIN: usize = 64 << 20;
+
+/// A big constant for a `.bin` of at least [`KEEP_LAYOUT_MIN`] bytes (a 1 MB pattern repeated:
+/// built fast in a debug build).
+fn big_constant() -> Vec<u8> {
+    let mut big = pattern(1 << 20, 7).repeat(KEEP_LAYOUT_MIN >> 20);
+    big.extend_from_slice(&[1, 2, 3]);
+    big
+}
+
+/// The temporary files left in `dir` (a save's are hidden `.slice-opt-*.tmp` files).
+fn temporaries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
+
+/// The `offset` attribute of the Const layer `name` in the IR at `xml_path`.
+fn ov_offset(xml_path: &Path, name: &str) -> usize {
+    let xml = std::fs::read_to_string(xml_path).unwrap();
+    let at = xml
+        .find(&format!("name=\"{name}\" type=\"Const\""))
+        .unwrap_or_else(|| panic!("no Const {name}"));
+    let rest = &xml[at..];
+    let k = rest.find(" offset=\"").expect("offset") + 9;
+    rest[k..k + rest[k..].find('"').unwrap()].parse().unwrap()
+}
+
+/// Runs the default passes on `input` and saves to `output`, with a [`BinCopy`] started
+/// before the load when `copy_to` names its output (`Some(output)`: the one saved to).
+fn passes_with_copy(input: &Path, output: &Path, copy_to: Option<&Path>) {
+    let copy = copy_to.and_then(|o| slice_opt::formats::openvino::BinCopy::start(input, o));
+    assert_eq!(
+        copy.is_some(),
+        copy_to.is_some(),
+        "a copy of a 64 MB .bin starts"
+    );
+    let mut m = Model::load(input).unwrap_or_else(|e| panic!("{e}"));
+    Pipeline::new()
+        .run(&mut m)
+        .unwrap_or_else(|e| panic!("{e}"));
+    m.save_with(output, copy).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_big_ir_bin_keeps_its_layout_when_little_of_it_is_unreferenced() {
+    let big = big_constant();
+    let dir = tempfile::tempdir().unwrap();
+    // pad 1: 89 bytes of the `.bin` are left unreferenced by the fold (the StridedSlice's data,
+    // the byte after it, its three parameters): far under 1/256 of it. pad = 1/128 of it: over.
+    for (pad, kept) in [(1usize, true), (KEEP_LAYOUT_MIN / 128, false)] {
+        let (xml, bin) = ov_model(pad, &big);
+        let input = dir.path().join(format!("m{pad}.xml"));
+        std::fs::write(&input, &xml).unwrap();
+        std::fs::write(input.with_extension("bin"), &bin).unwrap();
+        let big_at = ov_offset(&input, "big");
+        let plain = dir.path().join(format!("m{pad}.plain.xml"));
+        passes_with_copy(&input, &plain, None);
+        let copied = dir.path().join(format!("m{pad}.copied.xml"));
+        passes_with_copy(&input, &copied, Some(&copied));
+        for out in [&plain, &copied] {
+            let out_bin = std::fs::read(out.with_extension("bin")).unwrap();
+            assert!(ov_const(out, "big") == big, "the big constant (pad {pad})");
+            let text = std::fs::read_to_string(out).unwrap();
+            assert!(
+                !text.contains("type=\"StridedSlice\""),
+                "folded (pad {pad})"
+            );
+            // The fold's result: elements 1..5 of 0..16 (i32), 16 new bytes.
+            let folded: Vec<u8> = (1..5i32).flat_map(|v| v.to_le_bytes()).collect();
+            assert!(
+                out_bin.windows(16).any(|w| w == folded),
+                "the folded constant is in the .bin (pad {pad})"
+            );
+            if kept {
+                assert_eq!(out_bin.len(), bin.len() + 16, "the original, then 16 bytes");
+                assert!(out_bin[..bin.len()] == bin[..], "every byte where it was");
+                assert_eq!(
+                    ov_offset(out, "big"),
+                    big_at,
+                    "the big constant did not move"
+                );
+            } else {
+                assert_eq!(out_bin.len(), bin.len() - (64 + pad + 24) + 16, "compacted");
+                assert_eq!(ov_offset(out, "big"), big_at - (64 + pad + 24));
+            }
+        }
+        // The copy started before the load changes how the `.bin` is written, not what.
+        for ext in ["xml", "bin"] {
+            assert!(
+                std::fs::read(plain.with_extension(ext)).unwrap()
+                    == std::fs::read(copied.with_extension(ext)).unwrap(),
+                "the .{ext} with and without the early copy (pad {pad})"
+            );
+        }
+        assert_eq!(temporaries(dir.path()), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn an_early_bin_copy_is_used_only_for_its_own_output_and_source() {
+    let big = big_constant();
+    let dir = tempfile::tempdir().unwrap();
+    let (xml, bin) = ov_model(1, &big);
+    let input = dir.path().join("m.xml");
+    std::fs::write(&input, &xml).unwrap();
+    std::fs::write(input.with_extension("bin"), &bin).unwrap();
+
+    // Dropped unused: the copy stops and leaves nothing.
+    let out = dir.path().join("unused.xml");
+    drop(slice_opt::formats::openvino::BinCopy::start(&input, &out));
+    assert_eq!(temporaries(dir.path()), Vec::<String>::new());
+    assert!(!out.with_extension("bin").exists());
+
+    // Started for another output: the save writes its own `.bin`.
+    let elsewhere = dir.path().join("elsewhere.xml");
+    let saved = dir.path().join("saved.xml");
+    let copy = slice_opt::formats::openvino::BinCopy::start(&input, &elsewhere);
+    let m = Model::load(&input).unwrap();
+    m.save_with(&saved, copy).unwrap();
+    assert!(std::fs::read(saved.with_extension("bin")).unwrap() == bin);
+    assert!(!elsewhere.with_extension("bin").exists());
+
+    // The `.bin` replaced by another file (same size, other bytes) after the copy started:
+    // the model reads the new one, and the save writes the new one's bytes, not the copy's.
+    let replaced = dir.path().join("replaced.xml");
+    let copy = slice_opt::formats::openvino::BinCopy::start(&input, &replaced);
+    let mut other = bin.clone();
+    let at = ov_offset(&input, "big");
+    other[at..at + 3].copy_from_slice(b"new");
+    let swap = dir.path().join("swap.part");
+    std::fs::write(&swap, &other).unwrap();
+    std::fs::rename(&swap, input.with_extension("bin")).unwrap();
+    let m = Model::load(&input).unwrap();
+    m.save_with(&replaced, copy).unwrap();
+    assert!(std::fs::read(replaced.with_extension("bin")).unwrap() == other);
+    assert_eq!(temporaries(dir.path()), Vec::<String>::new());
+}
+
+#[test]
+fn the_cli_copies_a_big_bin_early_and_leaves_nothing_on_failure() {
+    let big = big_constant();
+    let dir = tempfile::tempdir().unwrap();
+    let (xml, bin) = ov_model(1, &big);
+    let input = dir.path().join("m.xml");
+    std::fs::write(&input, &xml).unwrap();
+    std::fs::write(input.with_extension("bin"), &bin).unwrap();
+    let exe = env!("CARGO_BIN_EXE_slice-opt");
+
+    let out = dir.path().join("out.xml");
+    let run = std::process::Command::new(exe)
+        .arg(&input)
+        .arg("-o")
+        .arg(&out)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out_bin = std::fs::read(out.with_extension("bin")).unwrap();
+    assert!(out_bin[..bin.len()] == bin[..], "the layout is kept");
+    assert!(ov_const(&out, "big") == big);
+
+    // The `.bin` target is an unrelated file: the save is refused, the file is untouched and
+    // the early copy's temporary file is gone.
+    let refused = dir.path().join("refused.xml");
+    std::fs::write(refused.with_extension("bin"), b"not a model's").unwrap();
+    let run = std::process::Command::new(exe)
+        .arg(&input)
+        .arg("-o")
+        .arg(&refused)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(!run.status.success());
+    assert_eq!(
+        std::fs::read(refused.with_extension("bin")).unwrap(),
+        b"not a model's"
+    );
+    assert!(!refused.exists());
+    assert_eq!(temporaries(dir.path()), Vec::<String>::new());
+}

@@ -64,6 +64,19 @@ impl Model {
         }
     }
 
+    /// [`Model::save`], taking an IR model's `.bin` from `copy` (started before the model was
+    /// loaded, see [`openvino::BinCopy`]) when it can. The files written are the same; an
+    /// ONNX model drops the copy unused.
+    pub fn save_with(&self, path: &Path, copy: Option<openvino::BinCopy>) -> Result<()> {
+        match self {
+            Model::Onnx(m) => {
+                drop(copy);
+                m.save(path)
+            }
+            Model::OpenVino(m) => m.save_with(path, copy),
+        }
+    }
+
     /// The format the model was read from.
     pub fn format(&self) -> Format {
         match self {

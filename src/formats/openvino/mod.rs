@@ -14,7 +14,9 @@
 //! refer to (top-level ones and those inside bodies), in their original order, with shared and
 //! overlapping ranges still shared, followed by the new constants (identical new constants
 //! share one range). Every written Const whose range moved gets its `offset` rewritten in place
-//! (the rest of its text stays as read).
+//! (the rest of its text stays as read). A `.bin` of 64 MB or more of which at most 1/256 is no
+//! longer referenced keeps its layout instead: written whole, new constants after it, no offset
+//! rewritten; its copy can then start before the model is loaded ([`BinCopy`]).
 //!
 //! A changed model is written as the source text with splices: a rebuilt layer is parsed on
 //! its own into an [`xml::Element`] tree (so the serialization rules of [`xml`] apply to it),
@@ -22,12 +24,14 @@
 //! from the file when the `.bin` came from a file (see the private module `formats::copy`), else from
 //! the map.
 
+mod bin_copy;
 mod read;
 pub mod subgraph;
 mod write;
 pub mod xml;
 
-use write::{stage_copying, Out};
+pub use bin_copy::BinCopy;
+use write::{stage_copying, write_parts, Out};
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -354,6 +358,12 @@ impl OvModel {
     /// Large unchanged ranges of either file are copied from the file read, when it is still
     /// the mapped one, without passing through this process's memory.
     pub fn save(&self, path: &Path) -> Result<()> {
+        self.save_with(path, None)
+    }
+
+    /// [`OvModel::save`], taking the `.bin` from `copy` when it can ([`BinCopy`]: a copy of
+    /// the `.bin` started before the model was loaded). The files written are the same.
+    pub fn save_with(&self, path: &Path, copy: Option<BinCopy>) -> Result<()> {
         let bin_target = bin_path_for(path);
         let mut plan = crate::formats::output::OutputPlan::new();
         plan.input(&self.path);
@@ -376,7 +386,26 @@ impl OvModel {
             BinPart::Original(r) => Out::Original(r.clone()),
             BinPart::New(b) => Out::New(b.as_ref()),
         });
-        let bin_tmp = stage_copying(&bin_target, bin_out, &bin, self.bin_file.as_ref())?;
+        // The original `.bin` whole, then new bytes: what a copy started early holds already.
+        let kept_whole = match parts.split_first() {
+            Some((BinPart::Original(r), rest)) => {
+                r.start == 0
+                    && r.end == bin.len()
+                    && rest.iter().all(|p| matches!(p, BinPart::New(_)))
+            }
+            _ => false,
+        };
+        let early = copy.filter(|_| kept_whole).and_then(|c| {
+            let source = self.bin_file.as_ref().and_then(|f| f.node);
+            c.take(&bin_target, source, bin.len() as u64)
+        });
+        let bin_tmp = match early {
+            Some(tmp) => {
+                write_parts(&tmp, bin_out.skip(1), &bin, None)?;
+                tmp
+            }
+            None => stage_copying(&bin_target, bin_out, &bin, self.bin_file.as_ref())?,
+        };
         let xml_out = pieces.iter().map(|p| match p {
             Piece::Source(r) => Out::Original(r.clone()),
             Piece::Text(t) => Out::New(t.as_bytes()),
