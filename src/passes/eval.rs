@@ -74,12 +74,22 @@ pub fn take(t: &Tensor, offsets: &[u64], shape: Vec<u64>) -> Result<Tensor, Eval
             if bits % 8 == 0 {
                 let w = bits / 8;
                 let mut out = Vec::with_capacity(offsets.len() * w);
-                for &o in offsets {
-                    let start = (o as usize)
-                        .checked_mul(w)
-                        .filter(|s| s + w <= raw.len())
+                // Runs of consecutive offsets (a slice's innermost axis at step 1) are copied
+                // whole: one copy a run, not one an element.
+                let mut rest = offsets;
+                while let Some((&first, _)) = rest.split_first() {
+                    let run = 1 + rest
+                        .windows(2)
+                        .take_while(|p| p[0].checked_add(1) == Some(p[1]))
+                        .count();
+                    let bytes = usize::try_from(first)
+                        .ok()
+                        .and_then(|o| o.checked_mul(w))
+                        .and_then(|s| Some(s..s.checked_add(run * w)?))
+                        .and_then(|r| raw.get(r))
                         .ok_or_else(|| EvalError::Invalid("index out of range".into()))?;
-                    out.extend_from_slice(&raw[start..start + w]);
+                    out.extend_from_slice(bytes);
+                    rest = &rest[run..];
                 }
                 TensorData::Raw(Bytes::from(out))
             } else {
@@ -128,7 +138,7 @@ pub fn slice(t: &Tensor, plan: &SlicePlan, clamp: Clamp, limit: u64) -> Result<T
     } else {
         (limit as u128 * 8 / t.dtype.bits().max(1) as u128 + 1).min(u64::MAX as u128) as u64
     };
-    let offsets = semantics::gather(plan, &t.shape, clamp, max_elements)?;
+    let offsets = semantics::gather_resolved(&resolved, &t.shape, max_elements)?;
     take(t, &offsets, shape)
 }
 
@@ -501,6 +511,32 @@ mod tests {
         };
         let r = take(&t, &[0, 2, 3, 8, 1], vec![5]).expect("take");
         assert_eq!(r.raw().expect("raw").as_ref(), &[0b1111_0000]);
+    }
+
+    #[test]
+    fn take_copies_runs_of_offsets_as_their_elements() {
+        // Element i of the result is element offsets[i] of the input (ONNX Gather on a flat
+        // tensor): runs, repeats, descending and lone offsets, for 1-, 2-, 4- and 8-byte types.
+        for dtype in [DType::U8, DType::I16, DType::F32, DType::I64] {
+            let w = dtype.bits() / 8;
+            let raw: Vec<u8> = (0..40 * w).map(|i| (i * 7 + 3) as u8).collect();
+            let t = Tensor {
+                dtype,
+                shape: vec![40],
+                data: TensorData::Raw(Bytes::from(raw.clone())),
+            };
+            let offsets = [3u64, 4, 5, 6, 9, 9, 10, 2, 1, 0, 39, 20, 21, 0, 1, 2, 3];
+            let r = take(&t, &offsets, vec![offsets.len() as u64]).expect("take");
+            let want: Vec<u8> = offsets
+                .iter()
+                .flat_map(|&o| raw[o as usize * w..(o as usize + 1) * w].to_vec())
+                .collect();
+            assert_eq!(r.raw().expect("raw").as_ref(), &want[..], "{dtype:?}");
+            // An offset past the end, alone or ending a run, is refused.
+            for bad in [&[40u64][..], &[37, 38, 39, 40], &[u64::MAX - 1, u64::MAX]] {
+                assert!(take(&t, bad, vec![bad.len() as u64]).is_err(), "{bad:?}");
+            }
+        }
     }
 
     #[test]

@@ -19,7 +19,16 @@ pub fn gather(
     clamp: Clamp,
     max_elements: u64,
 ) -> Result<Vec<u64>, SliceError> {
-    let resolved = resolve_concrete(plan, dims, clamp)?;
+    gather_resolved(&resolve_concrete(plan, dims, clamp)?, dims, max_elements)
+}
+
+/// [`gather`] of a plan already resolved on `dims` ([`resolve_concrete`]): for a caller that
+/// needs the resolved axes too (the output shape), so the plan is resolved once.
+pub fn gather_resolved(
+    resolved: &[ResolvedAxis],
+    dims: &[u64],
+    max_elements: u64,
+) -> Result<Vec<u64>, SliceError> {
     // Row-major strides of the input, in u128 (a product of dims <= i64::MAX may exceed u64).
     let mut strides = vec![0u128; dims.len()];
     let mut acc: u128 = 1;
@@ -51,7 +60,7 @@ pub fn gather(
     // i128: offsets are below `acc <= 2^64`, and a step matters only when count > 1, where
     // |step| * stride < dim * stride <= acc.
     let mut walk: Vec<(i128, i128, u64)> = Vec::with_capacity(dims.len());
-    for r in &resolved {
+    for r in resolved {
         let (axis, start, step, len) = match *r {
             ResolvedAxis::NewAxis => continue,
             ResolvedAxis::Shrink { axis, index } => (axis, index as i128, 0i128, 1u64),
