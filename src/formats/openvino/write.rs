@@ -122,8 +122,9 @@ pub(super) const KEEP_LAYOUT_MIN: u64 = 64 << 20;
 /// is left unreferenced. Kept whole, the `.bin` is one file-to-file copy that can start before
 /// the model is loaded ([`super::BinCopy`]); the price is at most 0.4 % of the file in bytes
 /// nothing reads (as when a body changes, which keeps the whole `.bin` too). Measured on
-/// `big_1gb.xml` (256 KB of 1 GB no longer referenced after the default passes): 0.42-0.64 s
-/// compacted, against 0.27-0.35 s with the copy started at load (`cp` 0.25 s).
+/// `big_1gb.xml` (256 KB of 1 GB no longer referenced after the default passes), best of 3 in
+/// two bench runs: 0.267 and 0.289 s with the copy started at load, `cp` 0.262 and 0.277 s;
+/// compacted, 0.41-0.50 s in the runs before (`bench/RESULTS.md`).
 pub(super) fn keeps_layout(len: u64, referenced: u64) -> bool {
     len >= KEEP_LAYOUT_MIN && len.saturating_sub(referenced) <= len / 256
 }
