@@ -376,14 +376,32 @@ fn a_big_ir_bin_keeps_its_layout_when_little_of_it_is_unreferenced() {
     }
 }
 
-#[test]
-fn an_early_bin_copy_is_used_only_for_its_own_output_and_source() {
+/// The model of [`ov_model`] with pad 1 and [`big_constant`], written to `dir/m.xml` and
+/// `dir/m.bin`: its path, the big constant and the `.bin`'s bytes.
+fn big_ir(dir: &Path) -> (std::path::PathBuf, Vec<u8>, Vec<u8>) {
     let big = big_constant();
-    let dir = tempfile::tempdir().unwrap();
     let (xml, bin) = ov_model(1, &big);
-    let input = dir.path().join("m.xml");
+    let input = dir.join("m.xml");
     std::fs::write(&input, &xml).unwrap();
     std::fs::write(input.with_extension("bin"), &bin).unwrap();
+    (input, big, bin)
+}
+
+/// Runs the command line on `input` with `-o output -q`.
+fn run_cli(input: &Path, output: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_slice-opt"))
+        .arg(input)
+        .arg("-o")
+        .arg(output)
+        .arg("-q")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_early_bin_copy_is_used_only_for_its_own_output_and_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let (input, _, bin) = big_ir(dir.path());
 
     // Dropped unused: the copy stops and leaves nothing.
     let out = dir.path().join("unused.xml");
@@ -418,22 +436,11 @@ fn an_early_bin_copy_is_used_only_for_its_own_output_and_source() {
 
 #[test]
 fn the_cli_copies_a_big_bin_early_and_leaves_nothing_on_failure() {
-    let big = big_constant();
     let dir = tempfile::tempdir().unwrap();
-    let (xml, bin) = ov_model(1, &big);
-    let input = dir.path().join("m.xml");
-    std::fs::write(&input, &xml).unwrap();
-    std::fs::write(input.with_extension("bin"), &bin).unwrap();
-    let exe = env!("CARGO_BIN_EXE_slice-opt");
+    let (input, big, bin) = big_ir(dir.path());
 
     let out = dir.path().join("out.xml");
-    let run = std::process::Command::new(exe)
-        .arg(&input)
-        .arg("-o")
-        .arg(&out)
-        .arg("-q")
-        .output()
-        .unwrap();
+    let run = run_cli(&input, &out);
     assert!(
         run.status.success(),
         "{}",
@@ -447,13 +454,7 @@ fn the_cli_copies_a_big_bin_early_and_leaves_nothing_on_failure() {
     // the early copy's temporary file is gone.
     let refused = dir.path().join("refused.xml");
     std::fs::write(refused.with_extension("bin"), b"not a model's").unwrap();
-    let run = std::process::Command::new(exe)
-        .arg(&input)
-        .arg("-o")
-        .arg(&refused)
-        .arg("-q")
-        .output()
-        .unwrap();
+    let run = run_cli(&input, &refused);
     assert!(!run.status.success());
     assert_eq!(
         std::fs::read(refused.with_extension("bin")).unwrap(),
