@@ -12,6 +12,8 @@
 use std::io::{BufRead, BufReader};
 
 use serde_json::Value;
+use slice_opt::ir::{DType, Tensor};
+use slice_opt::passes::eval;
 use slice_opt::semantics::decode::{constant, OvMasks, TfMasks};
 use slice_opt::semantics::{
     gather, onnx_slice, ov_slice8, resolve_dims, strided_slice, Clamp, Dim, Flavour, SliceError,
@@ -89,8 +91,41 @@ fn run(
                 indices.len() as u64,
                 "{plan}"
             );
+            folded_as_gathered(&plan, dims, clamp, &shape, &indices);
             Answer::Ok { shape, indices }
         }
+    }
+}
+
+/// `fold`'s evaluation of the slice on a constant whose every element is its own flat index
+/// ([`eval::slice`], which copies runs of consecutive elements): its values must be the
+/// gathered indices (checked against the runtimes' answers by the caller) and its shape the
+/// resolved one, for 8-, 4- and 2-byte elements.
+fn folded_as_gathered(
+    plan: &slice_opt::semantics::SlicePlan,
+    dims: &[u64],
+    clamp: Clamp,
+    shape: &[u64],
+    indices: &[u64],
+) {
+    let count: u64 = dims.iter().product();
+    if count > 1 << 16 {
+        return;
+    }
+    let arange: Vec<i64> = (0..count as i64).collect();
+    let data = Tensor::from_i64(dims.to_vec(), &arange);
+    for dtype in [DType::I64, DType::I32, DType::U16] {
+        let t = eval::cast(&data, dtype, LIMIT * 8).expect("cast");
+        let got = eval::slice(&t, plan, clamp, LIMIT * 8).expect("gather accepted it");
+        assert_eq!(got.shape, shape, "{plan} {dtype:?}");
+        let values: Vec<u64> = eval::cast(&got, DType::I64, LIMIT * 8)
+            .expect("cast back")
+            .to_i64_vec()
+            .expect("integers")
+            .into_iter()
+            .map(|v| v as u64)
+            .collect();
+        assert_eq!(values, indices, "{plan} {dtype:?}");
     }
 }
 

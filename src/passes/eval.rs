@@ -138,8 +138,39 @@ pub fn slice(t: &Tensor, plan: &SlicePlan, clamp: Clamp, limit: u64) -> Result<T
     } else {
         (limit as u128 * 8 / t.dtype.bits().max(1) as u128 + 1).min(u64::MAX as u128) as u64
     };
-    let offsets = semantics::gather_resolved(&resolved, &t.shape, max_elements)?;
-    take(t, &offsets, shape)
+    match &t.data {
+        TensorData::Raw(raw) if t.dtype.bits() % 8 == 0 => {
+            // Whole bytes: copied a run of consecutive elements at a time, straight from the
+            // selection's runs (no offset an element).
+            let w = t.dtype.bits() / 8;
+            let runs = semantics::Runs::new(&resolved, &t.shape, max_elements)?;
+            let mut out: Vec<u8> = Vec::with_capacity((runs.total() as usize).saturating_mul(w));
+            let mut in_range = true;
+            runs.for_each(|first, len| {
+                let bytes = usize::try_from(first)
+                    .ok()
+                    .zip(usize::try_from(len).ok())
+                    .and_then(|(f, l)| Some(f.checked_mul(w)?..f.checked_add(l)?.checked_mul(w)?))
+                    .and_then(|r| raw.get(r));
+                match bytes {
+                    Some(b) if in_range => out.extend_from_slice(b),
+                    _ => in_range = false,
+                }
+            });
+            if !in_range {
+                return Err(EvalError::Invalid("index out of range".into()));
+            }
+            Ok(Tensor {
+                dtype: t.dtype,
+                shape,
+                data: TensorData::Raw(Bytes::from(out)),
+            })
+        }
+        _ => {
+            let offsets = semantics::gather_resolved(&resolved, &t.shape, max_elements)?;
+            take(t, &offsets, shape)
+        }
+    }
 }
 
 /// `Gather` along `axis` with (possibly negative) `indices` of shape `ishape`.

@@ -48,6 +48,23 @@ fn consts(graph: &Graph, ix: NodeIndex) -> Option<Vec<Option<&Tensor>>> {
     Some(out)
 }
 
+/// Whether every connected input of `ix` is a constant: [`consts`] is `Some`, without
+/// building the list (a slice is checked once per run of `fold`).
+fn all_inputs_constant(graph: &Graph, ix: NodeIndex) -> bool {
+    use petgraph::visit::EdgeRef;
+    let ports = graph.node(ix).num_inputs as usize;
+    graph
+        .g
+        .edges_directed(ix, petgraph::Direction::Incoming)
+        .filter(|e| (e.weight().dst_port as usize) < ports)
+        .all(|e| {
+            graph
+                .g
+                .node_weight(e.source())
+                .is_some_and(|n| n.constant().is_some())
+        })
+}
+
 fn ints(t: Option<&Tensor>) -> std::result::Result<Vec<i64>, NoFold> {
     t.and_then(|t| t.to_i64_vec())
         .ok_or_else(|| NoFold::Skip("an integer parameter is unreadable".into()))
@@ -91,7 +108,7 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
             .input(ix, 0)
             .and_then(|o| graph.constant_at(o))
             .ok_or(NoFold::Silent)?;
-        if consts(graph, ix).is_none() {
+        if !all_inputs_constant(graph, ix) {
             return Err(NoFold::Silent);
         }
         let sn = match slice_node::decode(graph, ix, op) {
