@@ -684,6 +684,45 @@ fn a_graph_input_shadows_one_initializer_and_never_two() {
     assert_eq!(g.initializer[0].name(), "w");
 }
 
+/// The same shadowing when a pass rewrites the graph (the save rebuilds the initializer list
+/// instead of copying the graph): the shadowed initializer is written once, in its place among
+/// the others, with its bytes; an initializer named like no input is not taken for one.
+#[test]
+fn a_shadowed_initializer_keeps_its_place_when_the_graph_is_rebuilt() {
+    let t = tmp();
+    let root = t.path();
+    let mut m = add_model(4, vec![]);
+    let g = m.graph.as_mut().unwrap();
+    g.input = vec![f32_input("x", 4), f32_input("w", 2)];
+    g.initializer = vec![
+        common::i64_tensor("starts", &[1]),
+        common::i64_tensor("w", &[7, 8]),
+        common::i64_tensor("ends", &[3]),
+    ];
+    // The Slice's output type is inferred ([2]): the graph is rebuilt on save.
+    g.node = vec![
+        common::node("Slice", "s", &["x", "starts", "ends"], &["y"]),
+        common::node("Identity", "id", &["w"], &["z"]),
+    ];
+    // y declared with a wrong length: inference writes [2].
+    g.output = vec![f32_input("y", 4), f32_input("z", 2)];
+    let input = root.join("m.onnx");
+    write_model(&input, &m);
+    let out = root.join("m.opt.onnx");
+    let r = run(&[&input, p("-o"), &out, p("--passes"), p("infer")]);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let written = proto::ModelProto::decode(std::fs::read(&out).unwrap().as_slice()).unwrap();
+    let g = written.graph.unwrap();
+    let names: Vec<&str> = g.initializer.iter().map(|t| t.name()).collect();
+    assert_eq!(names, ["starts", "w", "ends"]);
+    assert_eq!(g.initializer[1], common::i64_tensor("w", &[7, 8]));
+    assert_eq!(
+        g.output[0],
+        f32_input("y", 2),
+        "the graph was rebuilt with y's inferred type"
+    );
+}
+
 // 9. IR that OpenVINO's reader refuses; a directory named like a model.
 
 #[test]

@@ -50,6 +50,11 @@ pub struct OnnxModel {
     records: Records,
     /// True when an initializer keeps its data in an external file.
     uses_external: bool,
+    /// Indices in `records.inits` of the initializers a graph input of the same name shadows
+    /// (kept in the record only, not in the IR), as the load found them; `None` where the
+    /// graph was not built from `records` by the loader (a subgraph body), and the save finds
+    /// them by name.
+    shadowed_inits: Option<Vec<u32>>,
     /// Indices in `nodes` of the nodes that hold subgraphs (graph-valued attributes).
     holders: Vec<usize>,
     /// The main graph as IR.
@@ -179,6 +184,7 @@ impl OnnxModel {
             proto,
             records,
             uses_external: built.uses_external,
+            shadowed_inits: Some(built.shadowed),
             holders: built.holders,
             graph,
             loaded_nodes,
@@ -216,6 +222,7 @@ impl OnnxModel {
         OnnxModel {
             records: Records::take_from(&mut proto),
             uses_external,
+            shadowed_inits: None,
             holders,
             path: self.path.clone(),
             proto: ModelProto {
@@ -360,6 +367,7 @@ impl OnnxModel {
             &self.graph,
             orig,
             &self.records,
+            self.shadowed_inits.as_deref(),
             &self.body_overrides,
         )
     }
@@ -932,6 +940,8 @@ struct Built {
     holders: Vec<usize>,
     /// True when an initializer keeps its data in an external file.
     uses_external: bool,
+    /// Indices of the initializers a graph input of the same name shadows, ascending.
+    shadowed: Vec<u32>,
 }
 
 /// The IR of the graph `g` whose node and initializer records are `records` (`g.node` and
@@ -1031,6 +1041,7 @@ fn build_graph<'g>(
     let mut shadowed: HashSet<&str> = HashSet::default();
     let is_input = |graph: &Graph, o: &OutletId| graph.node(o.node).kind == NodeKind::Input;
     let mut uses_external = false;
+    let mut shadowed_at: Vec<u32> = Vec::new();
     // The records are read into nodes on rayon's pool, a window ahead of the nodes added here
     // (in file order, so names, errors and node indices are those of a loop in one thread).
     let init_node = |i: usize, name: &str, tensor: Tensor| {
@@ -1072,6 +1083,7 @@ fn build_graph<'g>(
                             return Err(twice(name));
                         }
                         // Shadowed by a graph input of the same name: kept in the record only.
+                        shadowed_at.push(crate::ir::to_u32(i));
                         continue;
                     }
                     std::collections::hash_map::Entry::Vacant(v) => Some(v),
@@ -1295,6 +1307,7 @@ fn build_graph<'g>(
         graph,
         holders,
         uses_external,
+        shadowed: shadowed_at,
     })
 }
 
@@ -1722,6 +1735,7 @@ fn rebuild_graph<'a>(
     graph: &Graph,
     orig: &'a GraphProto,
     records: &'a Records,
+    shadowed: Option<&[u32]>,
     bodies: &BodyOverrides,
 ) -> Result<GraphOut<'a>> {
     let order = graph.topo_order().map_err(|c| Error::cycle(path, c))?;
@@ -1782,7 +1796,19 @@ fn rebuild_graph<'a>(
     }
     out.node.extend(extra_identity);
     // Initializers: originals in their original order (shadowed ones included), then new ones.
-    let shadowed: Vec<(u64, write::InitOut<'a>)> = if orig.input.is_empty() {
+    let shadowed: Vec<(u64, write::InitOut<'a>)> = if let Some(known) = shadowed {
+        // As the load found them (no record read again: a graph of 383,000 initializers
+        // walked every record and hashed every name here).
+        known
+            .iter()
+            .filter_map(|&i| {
+                Some((
+                    u64::from(i),
+                    write::Out::Encoded(records.inits.get(i as usize)?),
+                ))
+            })
+            .collect()
+    } else if orig.input.is_empty() {
         Vec::new()
     } else {
         let inputs: HashSet<&str> = orig.input.iter().map(|i| i.name()).collect();
