@@ -684,6 +684,36 @@ fn a_graph_input_shadows_one_initializer_and_never_two() {
     assert_eq!(g.initializer[0].name(), "w");
 }
 
+/// Protobuf strings are UTF-8 (prost refuses the record otherwise): an initializer whose name
+/// is not is refused by number, whether its data reads in place (raw data) or not (int64
+/// data), and whatever comes before it in the file; nothing is written.
+#[test]
+fn an_initializer_name_that_is_not_utf8_is_refused() {
+    let t = tmp();
+    let root = t.path();
+    let mut typed = common::i64_tensor("qq", &[5]);
+    typed.int64_data = vec![5];
+    typed.raw_data = None;
+    for bad in [common::i64_tensor("qq", &[5]), typed] {
+        let m = add_model(2, vec![common::i64_tensor("a", &[1, 2]), bad]);
+        let mut bytes = m.encode_to_vec();
+        // The last "qq": the initializer's name (the node reading it comes first).
+        let at = bytes
+            .windows(2)
+            .rposition(|w| w == b"qq")
+            .expect("the name is in the record");
+        bytes[at..at + 2].copy_from_slice(&[0xff, 0xfe]);
+        let model = root.join("m.onnx");
+        std::fs::write(&model, &bytes).unwrap();
+        every_command_refuses(
+            root,
+            &model,
+            &root.join("o.onnx"),
+            "initializer #1: its name does not read",
+        );
+    }
+}
+
 /// The same shadowing when a pass rewrites the graph (the save rebuilds the initializer list
 /// instead of copying the graph): the shadowed initializer is written once, in its place among
 /// the others, with its bytes; an initializer named like no input is not taken for one.

@@ -1011,21 +1011,6 @@ fn build_graph<'g>(
     }
     // Like the onnx checker: a name is defined once. ONNX Runtime takes the last of two
     // initializers of one name, a fold would take the first: refuse rather than guess.
-    let init_name: Vec<Option<&str>> = {
-        use rayon::prelude::*;
-        inits
-            .par_iter()
-            .with_min_len(WINDOW)
-            .map(|rec| last_string(rec, 8))
-            .collect()
-    };
-    if let Some(i) = init_name.iter().position(Option::is_none) {
-        return Err(fmt_err(
-            path,
-            format!("initializer #{i}: its name does not read"),
-        ));
-    }
-    let init_name: Vec<&str> = init_name.into_iter().flatten().collect();
     let twice = |name: &str| {
         fmt_err(
             path,
@@ -1066,13 +1051,24 @@ fn build_graph<'g>(
         node.kind = NodeKind::Const(Box::new(tensor));
         node
     };
-    // Most records (raw data in the file): read in place.
-    let read_inits = |range: std::ops::Range<usize>, out: &mut Vec<Option<Node>>| {
-        out.extend(range.map(|i| light_tensor(&inits[i]).map(|t| init_node(i, init_name[i], t))));
+    // Most records (raw data in the file): read in place, name and tensor in one walk (the
+    // name alone for the others; `None`: it does not read).
+    type InitRead<'a> = (Option<&'a str>, Option<Node>);
+    let read_inits = |range: std::ops::Range<usize>, out: &mut Vec<InitRead<'g>>| {
+        out.extend(range.map(|i| match light_tensor_named(&inits[i]) {
+            Some((t, name)) => (Some(name), Some(init_node(i, name, t))),
+            None => (last_string(&inits[i], 8), None),
+        }));
     };
-    let add_inits = |start: usize, window: std::vec::Drain<'_, Option<Node>>| -> Result<()> {
-        for (i, light) in (start..).zip(window) {
-            let (rec, name) = (&inits[i], init_name[i]);
+    let add_inits = |start: usize, window: std::vec::Drain<'_, InitRead<'g>>| -> Result<()> {
+        for (i, (name, light)) in (start..).zip(window) {
+            let Some(name) = name else {
+                return Err(fmt_err(
+                    path,
+                    format!("initializer #{i}: its name does not read"),
+                ));
+            };
+            let rec = &inits[i];
             // An empty name defines nothing (no input can name it), but the constant is kept.
             let slot = if name.is_empty() {
                 None
@@ -1382,12 +1378,21 @@ fn light_node(rec: &[u8]) -> Option<LightNode<'_>> {
     Some(node)
 }
 
-/// The initializer record `rec` as an IR tensor, read in place: `None` when it needs the full
-/// decode, because its data is not `raw_data` in the record (typed fields, external data,
-/// segments, strings), it has metadata, or prost or `tensor_from_proto` could refuse it (a
-/// wire type, UTF-8 string or varint that does not read, a negative dim, data of the wrong
-/// size). So a tensor read here is the one the full decode gives.
+/// [`light_tensor_named`] without the name.
+#[cfg(test)]
 fn light_tensor(rec: &Bytes) -> Option<Tensor> {
+    light_tensor_named(rec).map(|(t, _)| t)
+}
+
+/// The initializer record `rec` as an IR tensor, read in place, with the record's name (the
+/// last `name` field, as prost reads it; `""` when it has none), from one walk of the record:
+/// `None` when it needs the full decode, because its data is not `raw_data` in the record
+/// (typed fields, external data, segments, strings), it has metadata, or prost or
+/// `tensor_from_proto` could refuse it (a wire type, UTF-8 string or varint that does not
+/// read, a negative dim, data of the wrong size). So a tensor read here is the one the full
+/// decode gives.
+fn light_tensor_named(rec: &Bytes) -> Option<(Tensor, &str)> {
+    let mut name = "";
     let mut dims: Vec<i64> = Vec::with_capacity(4);
     let mut code = 0i32;
     let mut raw: Option<&[u8]> = None;
@@ -1403,7 +1408,8 @@ fn light_tensor(rec: &Bytes) -> Option<Tensor> {
                 }
             }
             (2, 0) => code = varint_value(whole)? as i32,
-            (8 | 12, 2) => {
+            (8, 2) => name = std::str::from_utf8(payload).ok()?,
+            (12, 2) => {
                 std::str::from_utf8(payload).ok()?;
             }
             (9, 2) => raw = Some(payload),
@@ -1422,10 +1428,13 @@ fn light_tensor(rec: &Bytes) -> Option<Tensor> {
         .try_fold(1u64, |a, &d| a.checked_mul(d))?
         .checked_mul(dtype.bits() as u64)?;
     let raw = raw?;
-    (raw.len() as u64 == bits.div_ceil(8)).then(|| Tensor {
-        dtype,
-        shape,
-        data: crate::ir::TensorData::Raw(rec.slice_ref(raw)),
+    (raw.len() as u64 == bits.div_ceil(8)).then(|| {
+        let t = Tensor {
+            dtype,
+            shape,
+            data: crate::ir::TensorData::Raw(rec.slice_ref(raw)),
+        };
+        (t, name)
     })
 }
 
