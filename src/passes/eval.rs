@@ -56,6 +56,14 @@ fn check_size(dtype: DType, elements: u64, limit: u64) -> Result<(), EvalError> 
     Ok(())
 }
 
+/// The bytes of the `len` elements of `w` bytes each from element `first` of `raw`; `None`
+/// when they are not all inside it.
+fn run_bytes(raw: &[u8], first: u64, len: u64, w: usize) -> Option<&[u8]> {
+    let first = usize::try_from(first).ok()?;
+    let end = first.checked_add(usize::try_from(len).ok()?)?;
+    raw.get(first.checked_mul(w)?..end.checked_mul(w)?)
+}
+
 /// Picks elements `offsets` (flat indices into `t`) into a new tensor of `shape`.
 pub fn take(t: &Tensor, offsets: &[u64], shape: Vec<u64>) -> Result<Tensor, EvalError> {
     let data = match &t.data {
@@ -82,11 +90,7 @@ pub fn take(t: &Tensor, offsets: &[u64], shape: Vec<u64>) -> Result<Tensor, Eval
                         .windows(2)
                         .take_while(|p| p[0].checked_add(1) == Some(p[1]))
                         .count();
-                    let bytes = usize::try_from(first)
-                        .ok()
-                        .and_then(|o| o.checked_mul(w))
-                        .and_then(|s| Some(s..s.checked_add(run * w)?))
-                        .and_then(|r| raw.get(r))
+                    let bytes = run_bytes(raw, first, run as u64, w)
                         .ok_or_else(|| EvalError::Invalid("index out of range".into()))?;
                     out.extend_from_slice(bytes);
                     rest = &rest[run..];
@@ -146,16 +150,9 @@ pub fn slice(t: &Tensor, plan: &SlicePlan, clamp: Clamp, limit: u64) -> Result<T
             let runs = semantics::Runs::new(&resolved, &t.shape, max_elements)?;
             let mut out: Vec<u8> = Vec::with_capacity((runs.total() as usize).saturating_mul(w));
             let mut in_range = true;
-            runs.for_each(|first, len| {
-                let bytes = usize::try_from(first)
-                    .ok()
-                    .zip(usize::try_from(len).ok())
-                    .and_then(|(f, l)| Some(f.checked_mul(w)?..f.checked_add(l)?.checked_mul(w)?))
-                    .and_then(|r| raw.get(r));
-                match bytes {
-                    Some(b) if in_range => out.extend_from_slice(b),
-                    _ => in_range = false,
-                }
+            runs.for_each(|first, len| match run_bytes(raw, first, len, w) {
+                Some(b) if in_range => out.extend_from_slice(b),
+                _ => in_range = false,
             });
             if !in_range {
                 return Err(EvalError::Invalid("index out of range".into()));
