@@ -358,11 +358,14 @@ fn file_size(p: &Path) -> u64 {
     n
 }
 
+/// Transforms `input` into `output`; `also` are files the caller writes once the save is done
+/// (the `--report` file), checked in the save's output plan.
 fn transform_one(
     cli: &Cli,
     passes: &[PassKind],
     input: &Path,
     output: &Path,
+    also: &[&Path],
 ) -> Result<Outcome, Error> {
     let start = Instant::now();
     // A big IR `.bin` starts copying to the output now, while the model loads and the passes
@@ -401,7 +404,7 @@ fn transform_one(
         (None, _) => None,
     };
     let save_start = Instant::now();
-    model.save_with(output, bin_copy)?;
+    model.save_also(output, bin_copy, also)?;
     report.load_seconds = Some(load_seconds);
     report.save_seconds = Some(save_start.elapsed().as_secs_f64());
     report.summary = shown.then(|| {
@@ -533,14 +536,40 @@ fn run_transform(cli: &Cli) -> Result<ExitCode, Error> {
                 ),
             });
         }
+        if let Some(report) = &cli.report {
+            return Err(Error::Refused {
+                path: report.clone(),
+                message: "--report writes the report of one model: directory mode takes none"
+                    .into(),
+            });
+        }
         return run_directory(cli, &passes, input, output);
     }
-    if let Some(report) = &cli.report {
-        check_report_path(report, input, output)?;
-    }
-    let outcome = transform_one(cli, &passes, input, output)?;
-    if let Some(path) = &cli.report {
-        slice_opt::formats::write_atomic(path, &[json(&outcome.report)?.as_bytes()])?;
+    // The report file is checked and its temporary file created before anything else is
+    // written (a report in a missing folder fails here, not after the model was saved); the
+    // save checks it again among every file it reads and writes, and it is renamed into place
+    // last.
+    let report = match &cli.report {
+        Some(path) => {
+            check_report_path(path, input, output)?;
+            Some(slice_opt::formats::output::Staged::new(path)?)
+        }
+        None => None,
+    };
+    let also: Vec<&Path> = cli.report.iter().map(PathBuf::as_path).collect();
+    let outcome = transform_one(cli, &passes, input, output, &also)?;
+    if let Some(tmp) = report {
+        use std::io::Write;
+        let text = json(&outcome.report)?;
+        let mut w = std::io::BufWriter::new(tmp.as_file());
+        w.write_all(text.as_bytes())
+            .and_then(|()| w.flush())
+            .map_err(|source| Error::Io {
+                path: tmp.target().to_path_buf(),
+                source,
+            })?;
+        drop(w);
+        tmp.persist()?;
     }
     if !cli.quiet {
         eprintln!("{}", summary(input, output, &outcome, cli.verbose));
@@ -548,20 +577,18 @@ fn run_transform(cli: &Cli) -> Result<ExitCode, Error> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The `--report` file must not be the input or the output model.
+/// The `--report` file must not be a device, a FIFO or a directory, nor the input model (or
+/// its IR `.bin`) or the output model. The save checks it again against every file it reads
+/// and writes (external data, the output's `.bin` or data files).
 fn check_report_path(report: &Path, input: &Path, output: &Path) -> Result<(), Error> {
     use slice_opt::formats::output::OutputPlan;
     let mut plan = OutputPlan::new();
-    plan.input(input)
-        .model(output, Some(input))
-        .model(report, None);
-    match plan.check() {
-        // The model output's own problems are reported when it is written.
-        Err(Error::Refused { path, message }) if path == report => {
-            Err(Error::Refused { path, message })
-        }
-        _ => Ok(()),
+    plan.input(input);
+    if let Ok(slice_opt::formats::Format::OpenVino) = slice_opt::formats::detect_format(input) {
+        plan.input(&input.with_extension("bin"));
     }
+    plan.model(output, Some(input)).other(report);
+    plan.check()
 }
 
 fn run_directory(
@@ -590,7 +617,7 @@ fn run_directory(
             .par_iter()
             .map(|m| {
                 let out = output.join(m.file_name().unwrap_or_default());
-                let r = transform_one(cli, passes, m, &out);
+                let r = transform_one(cli, passes, m, &out, &[]);
                 let k = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 if tty {
                     eprint!("\r[{k}/{total}] {}\x1b[K", m.display());

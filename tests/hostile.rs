@@ -971,3 +971,149 @@ fn concat_of_100000_inputs_is_inferred_and_folded() {
         "the constant chain folds"
     );
 }
+
+// Issue 46. 1. `--report` joins the one output plan.
+
+/// `root/m` holds an ONNX model with external data (`m.onnx` + `w.bin`) and an IR model
+/// (`ir.xml` + `ir.bin`); `root/o` is an empty output folder.
+fn report_fixture(root: &Path) -> (PathBuf, PathBuf) {
+    std::fs::create_dir_all(root.join("m")).unwrap();
+    std::fs::create_dir_all(root.join("o")).unwrap();
+    std::fs::write(root.join("m/w.bin"), [0u8; 16]).unwrap();
+    let onnx = model_with_location(&root.join("m"), "w.bin");
+    for ext in ["xml", "bin"] {
+        std::fs::copy(
+            repo().join(format!("models/last_token.tf.{ext}")),
+            root.join(format!("m/ir.{ext}")),
+        )
+        .unwrap();
+    }
+    (onnx, root.join("m/ir.xml"))
+}
+
+#[test]
+fn report_naming_a_file_the_run_reads_or_writes_is_refused() {
+    let t = tmp();
+    let root = t.path();
+    let (onnx, ir) = report_fixture(root);
+    let out_onnx = root.join("o/out.onnx");
+    let out_ir = root.join("o/out.xml");
+    let cases: Vec<(&Path, &Path, PathBuf, &str)> = vec![
+        // The ONNX input's external data, and the copy of it the save writes beside the output.
+        (
+            &onnx,
+            &out_onnx,
+            root.join("m/w.bin"),
+            "an input of this run",
+        ),
+        (
+            &onnx,
+            &out_onnx,
+            root.join("o/w.bin"),
+            "the same file twice",
+        ),
+        (
+            &onnx,
+            &out_onnx,
+            root.join("o/./w.bin"),
+            "the same file twice",
+        ),
+        // The IR input's `.bin`, and the output's `.bin`.
+        (&ir, &out_ir, root.join("m/ir.bin"), "an input of this run"),
+        (&ir, &out_ir, root.join("o/out.bin"), "the same file twice"),
+        // The models themselves.
+        (&onnx, &out_onnx, onnx.clone(), "an input of this run"),
+        (&ir, &out_ir, ir.clone(), "an input of this run"),
+        (&onnx, &out_onnx, out_onnx.clone(), "the same file twice"),
+        // A folder that does not exist: refused before the model is written.
+        (&onnx, &out_onnx, root.join("nodir/r.json"), "nodir"),
+        (&ir, &out_ir, root.join("nodir/r.json"), "nodir"),
+        // A directory.
+        (&onnx, &out_onnx, root.join("o"), "is a directory"),
+    ];
+    for (input, output, report, needle) in &cases {
+        let before = snapshot(root);
+        let out = run(&[input, p("-o"), output, p("--report"), report]);
+        assert_refused(&out, needle);
+        assert_unchanged(root, &before);
+    }
+    // The same after a first run wrote the outputs: they are not overwritten by the report.
+    for (input, output) in [(&onnx, &out_onnx), (&ir, &out_ir)] {
+        let o = run(&[input, p("-o"), output]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert!(root.join("o/w.bin").exists() && root.join("o/out.bin").exists());
+    for (input, output, report, needle) in &cases {
+        let before = snapshot(root);
+        let out = run(&[input, p("-o"), output, p("--report"), report]);
+        assert_refused(&out, needle);
+        assert_unchanged(root, &before);
+    }
+    // The control: a report beside the outputs is written, and replaces an old report.
+    std::fs::write(root.join("o/r.json"), b"an old report").unwrap();
+    for (input, output) in [(&onnx, &out_onnx), (&ir, &out_ir)] {
+        let o = run(&[
+            input,
+            p("-o"),
+            output,
+            p("--report"),
+            &root.join("o/r.json"),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(root.join("o/r.json")).unwrap()).expect("json");
+        assert!(r["passes"].is_array(), "{r}");
+    }
+    let names: Vec<String> = std::fs::read_dir(root.join("o"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(names.is_empty(), "temporary files left: {names:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn report_that_is_a_device_or_a_fifo_is_refused() {
+    let t = tmp();
+    let root = t.path();
+    let (onnx, _) = report_fixture(root);
+    mkfifo(&root.join("fifo.json"));
+    std::os::unix::fs::symlink("/dev/null", root.join("null.json")).unwrap();
+    let before = snapshot(root);
+    let out_onnx = root.join("o/out.onnx");
+    for (report, needle) in [("fifo.json", "is a FIFO"), ("null.json", "is a device")] {
+        let out = run(&[&onnx, p("-o"), &out_onnx, p("--report"), &root.join(report)]);
+        assert_refused(&out, needle);
+        assert_unchanged(root, &before);
+    }
+}
+
+#[test]
+fn report_in_directory_mode_is_refused_before_anything_is_written() {
+    let t = tmp();
+    let root = t.path();
+    report_fixture(root);
+    std::fs::remove_file(root.join("m/w.bin")).unwrap();
+    std::fs::remove_file(root.join("m/m.onnx")).unwrap();
+    let before = snapshot(root);
+    let out = run(&[
+        &root.join("m"),
+        p("-o"),
+        &root.join("o2"),
+        p("--report"),
+        &root.join("r.json"),
+    ]);
+    assert_refused(&out, "directory mode");
+    assert_unchanged(root, &before);
+}

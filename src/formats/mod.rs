@@ -68,12 +68,24 @@ impl Model {
     /// loaded, see [`openvino::BinCopy`]) when it can. The files written are the same; an
     /// ONNX model drops the copy unused.
     pub fn save_with(&self, path: &Path, copy: Option<openvino::BinCopy>) -> Result<()> {
+        self.save_also(path, copy, &[])
+    }
+
+    /// [`Model::save_with`], with `also` (files the caller writes once the save is done, such
+    /// as a report) in the same output plan: the save is refused, before anything is written,
+    /// when one of them is a file it reads or writes, a device, a FIFO or a directory.
+    pub fn save_also(
+        &self,
+        path: &Path,
+        copy: Option<openvino::BinCopy>,
+        also: &[&Path],
+    ) -> Result<()> {
         match self {
             Model::Onnx(m) => {
                 drop(copy);
-                m.save(path)
+                m.save_also(path, also)
             }
-            Model::OpenVino(m) => m.save_with(path, copy),
+            Model::OpenVino(m) => m.save_also(path, copy, also),
         }
     }
 

@@ -168,6 +168,18 @@ impl OutputPlan {
         self
     }
 
+    /// Another file the run writes beside the model (the `--report` file): checked like the
+    /// model (not a device, FIFO or directory, not a file the run reads, not a file written
+    /// twice) but, unlike a data file, it may replace an unrelated existing file.
+    pub fn other(&mut self, path: &Path) -> &mut Self {
+        self.outputs.push(Planned {
+            path: path.to_path_buf(),
+            data: false,
+            replaces: None,
+        });
+        self
+    }
+
     /// An existing file that a data output may replace (a data file of the model at the
     /// output path, which the run replaces).
     pub fn replaceable(&mut self, path: &Path) -> &mut Self {

@@ -378,6 +378,13 @@ impl OnnxModel {
     /// The protobuf is streamed to the file (the same bytes as `to_proto()?.encode_to_vec()`);
     /// tensor bytes that lie in the input file or an external data file are copied file to file.
     pub fn save(&self, path: &Path) -> Result<()> {
+        self.save_also(path, &[])
+    }
+
+    /// [`OnnxModel::save`], with `also` (files the caller writes after the save, such as the
+    /// `--report` file) checked in the same output plan: refused, before anything is
+    /// written, when one of them is a file this save reads or writes.
+    pub fn save_also(&self, path: &Path, also: &[&Path]) -> Result<()> {
         let mut graph = match self.proto.graph.as_ref() {
             None => None,
             Some(g) if self.is_untouched() => Some(GraphOut::untouched_encoded(
@@ -408,6 +415,9 @@ impl OnnxModel {
         }
         for (_, dst) in &copies {
             plan.data(dst, None);
+        }
+        for a in also {
+            plan.other(a);
         }
         for p in existing_data_files(path) {
             plan.replaceable(&p);

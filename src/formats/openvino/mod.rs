@@ -364,6 +364,13 @@ impl OvModel {
     /// [`OvModel::save`], taking the `.bin` from `copy` when it can ([`BinCopy`]: a copy of
     /// the `.bin` started before the model was loaded). The files written are the same.
     pub fn save_with(&self, path: &Path, copy: Option<BinCopy>) -> Result<()> {
+        self.save_also(path, copy, &[])
+    }
+
+    /// [`OvModel::save_with`], with `also` (files the caller writes after the save, such as
+    /// the `--report` file) checked in the same output plan: refused, before anything is
+    /// written, when one of them is a file this save reads or writes.
+    pub fn save_also(&self, path: &Path, copy: Option<BinCopy>, also: &[&Path]) -> Result<()> {
         let bin_target = bin_path_for(path);
         let mut plan = crate::formats::output::OutputPlan::new();
         plan.input(&self.path);
@@ -378,6 +385,9 @@ impl OvModel {
         if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
             // The `.bin` of the model being replaced.
             plan.replaceable(&bin_target);
+        }
+        for a in also {
+            plan.other(a);
         }
         plan.check()?;
         let (pieces, parts) = self.plan()?;
