@@ -183,6 +183,115 @@ enum Command {
     },
 }
 
+/// Everything the command line prints goes through this module: each line is escaped
+/// ([`term::escape`]: a node name, an op type or a path holding a newline or a terminal escape
+/// sequence cannot break a line in two, fake a line of ours or drive the terminal), and a closed
+/// stdout or stderr (`slice-opt info m.onnx | head`) ends the printing quietly instead of
+/// panicking: the run finishes (a transform still writes its output) and exits with its usual
+/// code.
+mod term {
+    use std::borrow::Cow;
+    use std::io::Write;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Set once stdout was found closed: nothing more is written to it.
+    static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+    /// Characters shown escaped: control characters (C0, DEL, C1) and the Unicode format
+    /// characters that reorder text on screen (bidirectional marks, embeddings, overrides and
+    /// isolates).
+    pub fn hidden(c: char) -> bool {
+        c.is_control()
+            || matches!(
+                c,
+                '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+            )
+    }
+
+    /// `s` with every hidden character written as an escape: `\n`, `\r`, `\t`, `\x1b` (other
+    /// control characters below U+0100), `\u{202e}` (the others). Escaping twice changes
+    /// nothing more (the result holds no hidden character).
+    pub fn escape(s: &str) -> Cow<'_, str> {
+        if !s.chars().any(hidden) {
+            return Cow::Borrowed(s);
+        }
+        let mut out = String::with_capacity(s.len() + 8);
+        for c in s.chars() {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if hidden(c) && (c as u32) < 0x100 => {
+                    out.push_str(&format!("\\x{:02x}", c as u32))
+                }
+                c if hidden(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        Cow::Owned(out)
+    }
+
+    fn write_lines<S: AsRef<str>>(
+        w: &mut impl Write,
+        lines: impl IntoIterator<Item = S>,
+    ) -> std::io::Result<()> {
+        for l in lines {
+            w.write_all(escape(l.as_ref()).as_bytes())?;
+            w.write_all(b"\n")?;
+        }
+        w.flush()
+    }
+
+    /// Prints `lines` to stdout, each escaped and ended by a newline. A closed stdout ends
+    /// the printing quietly (this and every later call print nothing); another failure
+    /// (a full disk behind a redirection) is returned.
+    pub fn out<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> std::io::Result<()> {
+        if STDOUT_CLOSED.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let stdout = std::io::stdout();
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+        match write_lines(&mut w, lines) {
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
+                // Nothing buffered is kept for the drop to retry.
+                let _ = w.into_parts();
+                Ok(())
+            }
+            r => r,
+        }
+    }
+
+    /// Prints `lines` to stderr, each escaped and ended by a newline; a failure (a closed
+    /// stderr) is ignored: there is nowhere left to report it.
+    pub fn err<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) {
+        let stderr = std::io::stderr();
+        let mut w = std::io::BufWriter::new(stderr.lock());
+        let _ = write_lines(&mut w, lines);
+        let _ = w.into_parts();
+    }
+
+    /// Directory mode's progress line on a terminal: `text` escaped, after a carriage return
+    /// and followed by "erase to the end of the line" (the only control sequences printed).
+    pub fn progress(text: &str) {
+        let _ = write!(std::io::stderr(), "\r{}\x1b[K", escape(text));
+    }
+
+    /// Clears the progress line.
+    pub fn clear_progress() {
+        let _ = write!(std::io::stderr(), "\r\x1b[K");
+    }
+}
+
+/// Prints `lines` to stdout ([`term::out`]); a failure other than a closed stdout is an
+/// error of the run.
+fn print_out<S: AsRef<str>>(lines: impl IntoIterator<Item = S>) -> Result<(), Error> {
+    term::out(lines).map_err(|source| Error::Io {
+        path: PathBuf::from("<stdout>"),
+        source,
+    })
+}
+
 fn exit_code(e: &Error) -> ExitCode {
     if e.is_input_error() {
         ExitCode::from(2)
@@ -196,7 +305,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Temporary files of a save in progress are removed on SIGINT, SIGTERM and SIGHUP.
     if let Err(e) = slice_opt::formats::output::install_signal_cleanup() {
-        eprintln!("slice-opt: warning: cannot install signal handlers: {e}");
+        term::err([format!(
+            "slice-opt: warning: cannot install signal handlers: {e}"
+        )]);
     }
     let result = match &cli.command {
         Some(Command::Check { model, format }) => run_check(model, *format),
@@ -206,17 +317,41 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("slice-opt: error: {e}");
+            term::err([format!("slice-opt: error: {e}")]);
             exit_code(&e)
         }
     }
 }
 
+/// `v` as pretty JSON. serde_json escapes control characters below U+0020 in strings; the
+/// others a terminal acts on (DEL, C1, bidirectional overrides) are escaped here too
+/// (`\u009b`): the same JSON value, safe to print.
 fn json<T: serde::Serialize>(v: &T) -> Result<String, Error> {
-    serde_json::to_string_pretty(v).map_err(|e| Error::Usage(e.to_string()))
+    let text = serde_json::to_string_pretty(v).map_err(|e| Error::Usage(e.to_string()))?;
+    // The only raw control character left is the newline between lines (a string holds
+    // none: serde_json writes `\n`); every hidden character is in the Basic Multilingual Plane.
+    let hidden = |c: char| c != '\n' && term::hidden(c);
+    if !text.chars().any(hidden) {
+        return Ok(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if hidden(c) {
+            out.push_str(&format!("\\u{:04x}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
 }
 
-fn table(rows: &[Vec<String>]) -> String {
+/// Rows as aligned columns, one line per row; every cell escaped ([`term::escape`]) so that
+/// the widths are those printed.
+fn table(rows: &[Vec<String>]) -> Vec<String> {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| term::escape(c).into_owned()).collect())
+        .collect();
     let cols = rows.iter().map(|r| r.len()).max().unwrap_or(0);
     let widths: Vec<usize> = (0..cols)
         .map(|c| {
@@ -237,15 +372,14 @@ fn table(rows: &[Vec<String>]) -> String {
                 .trim_end()
                 .to_string()
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect()
 }
 
 fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
     let model = Model::load(path)?;
     let report = check::check(&model);
     if format == OutputFormat::Json {
-        println!("{}", json(&report)?);
+        print_out(json(&report)?.lines())?;
     } else {
         let mut rows = vec![vec![
             "path".into(),
@@ -275,18 +409,19 @@ fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
                 verdict,
             ]);
         }
-        println!("{}", table(&rows));
         let bad = report
             .rows
             .iter()
             .filter(|r| matches!(r.verdict, Verdict::Mismatch | Verdict::Invalid))
             .count();
-        println!(
+        let mut lines = table(&rows);
+        lines.push(format!(
             "{}: {} slice node(s), {} problem(s)",
             path.display(),
             report.rows.len(),
             bad
-        );
+        ));
+        print_out(lines)?;
     }
     Ok(if report.passed() {
         ExitCode::SUCCESS
@@ -299,19 +434,19 @@ fn run_info(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
     let model = Model::load(path)?;
     let info = check::info(&model);
     if format == OutputFormat::Json {
-        println!("{}", json(&info)?);
+        print_out(json(&info)?.lines())?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{} ({})", info.model, info.format);
-    println!(
+    let mut lines = vec![format!("{} ({})", info.model, info.format)];
+    lines.push(format!(
         "opsets: {}",
         info.opsets
             .iter()
             .map(|(d, v)| format!("{d} {v}"))
             .collect::<Vec<_>>()
             .join(", ")
-    );
-    println!(
+    ));
+    lines.push(format!(
         "{} nodes: {}",
         info.nodes,
         info.ops
@@ -319,9 +454,9 @@ fn run_info(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
             .map(|(o, n)| format!("{o} {n}"))
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    ));
     if info.slices.is_empty() {
-        println!("no slice nodes");
+        lines.push("no slice nodes".into());
     } else {
         let mut rows = vec![vec![
             "path".into(),
@@ -337,8 +472,9 @@ fn run_info(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
                 s.spec.clone(),
             ]
         }));
-        println!("{}", table(&rows));
+        lines.extend(table(&rows));
     }
+    print_out(lines)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -470,21 +606,19 @@ fn verify(
     ))
 }
 
-fn summary(input: &Path, output: &Path, o: &Outcome, verbose: bool) -> String {
-    let mut s = format!("{} -> {}", input.display(), output.display());
+/// The lines printed after a transform (each is escaped when printed).
+fn summary(input: &Path, output: &Path, o: &Outcome, verbose: bool) -> Vec<String> {
+    let mut s = vec![format!("{} -> {}", input.display(), output.display())];
     for p in &o.report.passes {
-        s.push_str(&format!(
-            "\n  {:8} {} change(s), {} skipped  {:.3}s",
+        s.push(format!(
+            "  {:8} {} change(s), {} skipped  {:.3}s",
             p.pass.name(),
             p.changed,
             p.skipped_count,
             p.seconds
         ));
         for c in &p.warnings {
-            s.push_str(&format!(
-                "\n      warning {} ({}): {}",
-                c.node, c.op, c.what
-            ));
+            s.push(format!("      warning {} ({}): {}", c.node, c.op, c.what));
         }
         if verbose {
             for c in &p.changes {
@@ -493,22 +627,20 @@ fn summary(input: &Path, output: &Path, o: &Outcome, verbose: bool) -> String {
                     (None, Some(a)) => format!(": {a}"),
                     _ => String::new(),
                 };
-                s.push_str(&format!("\n      {} ({}) {}{arrow}", c.node, c.op, c.what));
+                s.push(format!("      {} ({}) {}{arrow}", c.node, c.op, c.what));
             }
             for c in &p.skipped {
-                s.push_str(&format!(
-                    "\n      skipped {} ({}): {}",
-                    c.node, c.op, c.what
-                ));
+                s.push(format!("      skipped {} ({}): {}", c.node, c.op, c.what));
             }
         }
     }
     if let Some(v) = &o.verification {
-        s.push_str(&format!("\n  verify   {v}"));
+        s.push(format!("  verify   {v}"));
     }
     if let Some(t) = &o.report.summary {
-        s.push('\n');
-        s.push_str(&t.table());
+        // The table's cells are op names of its own and numbers: it holds no text of the
+        // model's.
+        s.extend(t.table().lines().map(str::to_string));
     }
     s
 }
@@ -572,7 +704,7 @@ fn run_transform(cli: &Cli) -> Result<ExitCode, Error> {
         tmp.persist()?;
     }
     if !cli.quiet {
-        eprintln!("{}", summary(input, output, &outcome, cli.verbose));
+        term::err(summary(input, output, &outcome, cli.verbose));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -620,14 +752,14 @@ fn run_directory(
                 let r = transform_one(cli, passes, m, &out, &[]);
                 let k = done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
                 if tty {
-                    eprint!("\r[{k}/{total}] {}\x1b[K", m.display());
+                    term::progress(&format!("[{k}/{total}] {}", m.display()));
                 }
                 (m.clone(), r)
             })
             .collect()
     };
     if tty {
-        eprint!("\r\x1b[K");
+        term::clear_progress();
     }
     let mut failed = 0;
     for (m, r) in &results {
@@ -641,20 +773,24 @@ fn run_directory(
                         .map(|v| format!(", {v}"))
                         .unwrap_or_default();
                     let seconds = o.report.summary.as_ref().map_or(0.0, |s| s.seconds);
-                    eprintln!(
+                    term::err([format!(
                         "ok    {}  {changes} change(s), {seconds:.2}s{v}",
                         m.display(),
-                    );
+                    )]);
                 }
             }
             Err(e) => {
                 failed += 1;
-                eprintln!("FAIL  {}  {e}", m.display());
+                term::err([format!("FAIL  {}  {e}", m.display())]);
             }
         }
     }
     if !cli.quiet {
-        eprintln!("{} model(s): {} ok, {failed} failed", total, total - failed);
+        term::err([format!(
+            "{} model(s): {} ok, {failed} failed",
+            total,
+            total - failed
+        )]);
     }
     Ok(if failed == 0 {
         ExitCode::SUCCESS

@@ -1117,3 +1117,143 @@ fn report_in_directory_mode_is_refused_before_anything_is_written() {
     assert_refused(&out, "directory mode");
     assert_unchanged(root, &before);
 }
+
+// Issue 46. 2. Terminals: what comes from a model or a path is printed escaped; a closed stdout
+// or stderr ends the run quietly with its usual exit code.
+
+/// `y = x[1:3]` over f32[4] through `k` Slice nodes named `name0`, `name1`, ... (each reads
+/// `x`; the last writes `y`), `y` declared as `[declared]`.
+fn named_slices(name: &str, k: usize, declared: i64) -> proto::ModelProto {
+    let mut m = add_model(4, vec![]);
+    let g = m.graph.as_mut().unwrap();
+    g.initializer = vec![
+        common::i64_tensor("starts", &[1]),
+        common::i64_tensor("ends", &[3]),
+    ];
+    g.node = (0..k)
+        .map(|i| {
+            let out = if i + 1 == k {
+                "y".to_string()
+            } else {
+                format!("t{i}")
+            };
+            common::node(
+                "Slice",
+                &format!("{name}{i}"),
+                &["x", "starts", "ends"],
+                &[&out],
+            )
+        })
+        .collect();
+    g.output = vec![f32_input("y", declared)];
+    for i in 0..k.saturating_sub(1) {
+        g.output.push(f32_input(&format!("t{i}"), 2));
+    }
+    m
+}
+
+/// No byte of `s` is a control character other than a newline, and no line starts with
+/// `fake` (a line the model would have forged).
+fn assert_clean(s: &[u8], fake: &str) {
+    let text = String::from_utf8_lossy(s);
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n'),
+        "raw control characters printed: {text:?}"
+    );
+    assert!(
+        !text.lines().any(|l| l.starts_with(fake)),
+        "a forged line: {text:?}"
+    );
+}
+
+#[test]
+fn model_text_and_paths_are_printed_escaped() {
+    let t = tmp();
+    let root = t.path();
+    // A node name that would end the line, colour the terminal and forge a line of ours.
+    let evil = "s\n\x1b[31mslice-opt: error: FAKE\u{202e}\u{9b}";
+    let m = root.join("m.onnx");
+    write_model(&m, &named_slices(evil, 1, 4));
+    let o = run(&[p("info"), &m]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_clean(&o.stdout, "slice-opt: error: FAKE");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("s\\n\\x1b[31mslice-opt: error: FAKE\\u{202e}\\x9b0"),
+        "{out}"
+    );
+    // check: the table and the JSON (the same value, escaped).
+    let o = run(&[p("check"), &m]);
+    assert_eq!(o.status.code(), Some(1), "y is declared [4], inferred [2]");
+    assert_clean(&o.stdout, "slice-opt: error: FAKE");
+    let o = run(&[p("check"), &m, p("--format"), p("json")]);
+    assert_clean(&o.stdout, "slice-opt: error: FAKE");
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(json["rows"][0]["node"], format!("{evil}0"));
+    // The transform's summary with -v.
+    let o = run(&[&m, p("-o"), &root.join("o.onnx"), p("-v")]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_clean(&o.stderr, "slice-opt: error: FAKE");
+    // A path: the error stays one line.
+    let bad = root.join("bad\n\x1b[2Jslice-opt: error: FAKE.onnx");
+    std::fs::write(&bad, b"not a model").unwrap();
+    let o = run(&[p("info"), &bad]);
+    assert_refused(&o, "bad\\n\\x1b[2Jslice-opt: error: FAKE.onnx");
+    assert_clean(&o.stderr, "slice-opt: error: FAKE");
+}
+
+/// Runs slice-opt with the read end of stdout (and of stderr when `stderr` is set) closed
+/// before it prints anything; returns its status and what it wrote to the other stream.
+#[cfg(unix)]
+fn run_closed(args: &[&Path], stderr: bool) -> (std::process::ExitStatus, Vec<u8>) {
+    use std::io::Read;
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run slice-opt");
+    drop(child.stdout.take());
+    let mut other = Vec::new();
+    if stderr {
+        drop(child.stderr.take());
+    } else if let Some(mut e) = child.stderr.take() {
+        e.read_to_end(&mut other).unwrap();
+    }
+    (child.wait().unwrap(), other)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_or_stderr_ends_the_run_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let t = tmp();
+    let root = t.path();
+    let m = root.join("m.onnx");
+    // 3,000 slices: more output than a pipe holds.
+    write_model(&m, &named_slices("slice", 3000, 4));
+    let cases: Vec<(Vec<&Path>, bool, i32)> = vec![
+        (vec![p("info"), &m], false, 0),
+        (vec![p("info"), &m, p("--format"), p("json")], false, 0),
+        // y declared [4], inferred [2]: check fails, also with nobody reading.
+        (vec![p("check"), &m], false, 1),
+        (vec![p("check"), &m, p("--format"), p("json")], false, 1),
+    ];
+    for (args, both, code) in &cases {
+        let (st, err) = run_closed(args, *both);
+        let err = String::from_utf8_lossy(&err);
+        assert_eq!(st.signal(), None, "{args:?}: killed by a signal");
+        assert_eq!(st.code(), Some(*code), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: quiet: {err}");
+    }
+    // `-v 2>&1 | head`: both streams closed; the model is still written.
+    let out = root.join("o.onnx");
+    let (st, _) = run_closed(&[&m, p("-o"), &out, p("-v")], true);
+    assert_eq!(st.signal(), None, "killed by a signal");
+    assert_eq!(st.code(), Some(0));
+    assert!(out.exists(), "the output is written");
+    // An error with stderr closed: the exit code says it.
+    let (st, _) = run_closed(&[p("info"), &root.join("missing.onnx")], true);
+    assert_eq!((st.signal(), st.code()), (None, Some(2)));
+}
