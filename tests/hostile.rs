@@ -1257,3 +1257,113 @@ fn a_closed_stdout_or_stderr_ends_the_run_quietly() {
     let (st, _) = run_closed(&[p("info"), &root.join("missing.onnx")], true);
     assert_eq!((st.signal(), st.code()), (None, Some(2)));
 }
+
+// Issue 46. 3. External data locations resolved as onnx resolves them.
+
+/// A tensor with two `location` entries reads the last (onnx 1.23's `ExternalDataInfo` sets one
+/// attribute per entry, in order), and that file is the one copied beside an output in another
+/// folder: the output loads.
+#[test]
+fn the_last_of_two_locations_is_read_and_copied() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("m")).unwrap();
+    std::fs::create_dir_all(root.join("o")).unwrap();
+    // a.bin is too short for the tensor: reading it would fail.
+    std::fs::write(root.join("m/a.bin"), [9u8; 4]).unwrap();
+    let data: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    std::fs::write(root.join("m/b.bin"), &data).unwrap();
+    let mut w = external("w", 4, "a.bin", 0);
+    w.external_data.push(proto::StringStringEntryProto {
+        key: Some("location".into()),
+        value: Some("b.bin".into()),
+    });
+    let m = root.join("m/m.onnx");
+    write_model(&m, &add_model(4, vec![w]));
+    let before = snapshot(&root.join("m"));
+    for passes in ["none", "infer,fold,cleanup"] {
+        let out = root.join("o/out.onnx");
+        let o = run(&[&m, p("-o"), &out, p("--passes"), p(passes)]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(std::fs::read(root.join("o/b.bin")).unwrap(), data);
+        assert!(
+            !root.join("o/a.bin").exists(),
+            "the file not read is not copied"
+        );
+        let o = run(&[p("info"), &out]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "the output loads: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert_unchanged(&root.join("m"), &before);
+}
+
+/// `w.bin` and `./w.bin` name one file: accepted, copied once.
+#[test]
+fn one_data_file_named_two_ways_is_one_file() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("m")).unwrap();
+    std::fs::create_dir_all(root.join("o")).unwrap();
+    std::fs::write(root.join("m/w.bin"), [0u8; 32]).unwrap();
+    let m = root.join("m/m.onnx");
+    write_model(
+        &m,
+        &add_model(
+            4,
+            vec![
+                external("w1", 4, "w.bin", 0),
+                external("w2", 4, "./w.bin", 16),
+                external("w3", 4, "sub/../w.bin", 0),
+            ],
+        ),
+    );
+    // `..` stays refused (the onnx package refuses it too).
+    let o = run(&[p("info"), &m]);
+    assert_refused(&o, "must be a relative path inside the model's directory");
+    write_model(
+        &m,
+        &add_model(
+            4,
+            vec![
+                external("w1", 4, "w.bin", 0),
+                external("w2", 4, "./w.bin", 16),
+                external("w3", 4, ".//w.bin", 0),
+            ],
+        ),
+    );
+    let before = snapshot(&root.join("m"));
+    let out = root.join("o/out.onnx");
+    let o = run(&[&m, p("-o"), &out]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read(root.join("o/w.bin")).unwrap(), [0u8; 32]);
+    let names: Vec<_> = std::fs::read_dir(root.join("o"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 2, "out.onnx and w.bin: {names:?}");
+    let o = run(&[p("info"), &out]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_unchanged(&root.join("m"), &before);
+}

@@ -1962,7 +1962,7 @@ fn external_copies(
     files.dedup();
     files.retain(|f| Some(f.as_str()) != skip);
     let alt = crate::formats::resolved_model_dir(from);
-    files
+    let mut pairs = files
         .into_iter()
         .map(|loc| {
             let src = tensor::resolve_location(&src_dir, &loc).map_err(|m| fmt_err(from, m))?;
@@ -1976,7 +1976,12 @@ fn external_copies(
             let dst = tensor::resolve_location(&dst_dir, &loc).map_err(|m| fmt_err(to, m))?;
             Ok((src, dst))
         })
-        .collect()
+        .collect::<Result<Vec<_>>>()?;
+    // Locations that name one file in two ways (`w.bin`, `./w.bin`) resolve to one path:
+    // the file is copied once.
+    pairs.sort_by(|a, b| a.1.cmp(&b.1));
+    pairs.dedup_by(|a, b| a.1 == b.1);
+    Ok(pairs)
 }
 
 /// The external data files of the ONNX model now at `path` (the one a save replaces), which
@@ -2107,7 +2112,7 @@ mod locations_only {
             }
             self.external_data
                 .iter()
-                .find(|e| e.key.as_deref() == Some("location"))
+                .rfind(|e| e.key.as_deref() == Some("location"))
                 .and_then(|e| e.value.as_deref())
         }
     }

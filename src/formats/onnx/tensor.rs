@@ -57,6 +57,12 @@ impl ExternalFiles {
         // directory, and a regular file (a FIFO would block the read forever).
         let path = crate::formats::resolve_inside(&path, &self.dir, self.alt_dir.as_deref())
             .map_err(|m| format!("external data '{location}': {m}"))?;
+        // One file named two ways (`w.bin`, `./w.bin`) is mapped once.
+        if let Some(i) = self.paths.iter().position(|p| *p == path) {
+            let b = self.sources[i].map.clone();
+            self.maps.insert(location.to_string(), b.clone());
+            return Ok(b);
+        }
         let (b, file) = super::map_file_with_handle(&path).map_err(|e| e.to_string())?;
         self.paths.push(path);
         self.maps.insert(location.to_string(), b.clone());
@@ -68,26 +74,41 @@ impl ExternalFiles {
     }
 }
 
-/// Joins an external-data `location` to `dir`, refusing absolute paths and `..`.
+/// Joins an external-data `location` to `dir`, refusing absolute paths and `..`. The location
+/// is normalized (`./w.bin`, `sub//w.bin` and `sub/./w.bin` name `w.bin` and `sub/w.bin`), so
+/// that two spellings of one file give one path.
 pub fn resolve_location(dir: &Path, location: &str) -> Result<PathBuf, String> {
     let p = Path::new(location);
+    let refused = || {
+        format!("external data location '{location}' must be a relative path inside the model's directory")
+    };
     if location.is_empty()
         || p.components()
             .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
     {
-        return Err(format!("external data location '{location}' must be a relative path inside the model's directory"));
+        return Err(refused());
     }
-    Ok(dir.join(p))
+    let normal: PathBuf = p
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect();
+    if normal.as_os_str().is_empty() {
+        // `.` alone: the directory itself, not a file in it.
+        return Err(refused());
+    }
+    Ok(dir.join(normal))
 }
 
-/// The external-data `location` of a tensor stored outside the model file.
+/// The external-data `location` of a tensor stored outside the model file. When the tensor
+/// has several `location` entries the last one counts, as everywhere its entries are read
+/// (the onnx package sets one attribute per entry in order: `ExternalDataInfo`).
 pub fn tensor_location(t: &TensorProto) -> Option<&str> {
     if t.data_location != Some(1) {
         return None;
     }
     t.external_data
         .iter()
-        .find(|e| e.key() == "location")
+        .rfind(|e| e.key() == "location")
         .map(|e| e.value())
 }
 
