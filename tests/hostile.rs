@@ -1367,3 +1367,104 @@ fn one_data_file_named_two_ways_is_one_file() {
     );
     assert_unchanged(&root.join("m"), &before);
 }
+
+// Issue 46. 4. IR layers with many ports: an edge is resolved without a scan of the ports (a
+// Concat of 100,000 inputs loaded in 13.6 s). Timing is measured by `bench/ir_ports.py`; this
+// checks the answers, for port ids that run 0, 1, ... and for ids that do not.
+
+/// IR: `x: f32[1]` into every input port of one Concat of `k` inputs (axis 0) whose port ids
+/// are `id(0..k)`, its output (id `out`) into a Result.
+fn wide_concat_ir(k: usize, id: impl Fn(usize) -> i64, out: i64) -> String {
+    let mut s = String::from(
+        "<?xml version=\"1.0\"?>\n<net name=\"concat\" version=\"11\">\n<layers>\n\
+         <layer id=\"0\" name=\"x\" type=\"Parameter\" version=\"opset1\">\
+         <data shape=\"1\" element_type=\"f32\"/><output><port id=\"0\" precision=\"FP32\" \
+         names=\"x\"><dim>1</dim></port></output></layer>\n\
+         <layer id=\"1\" name=\"concat\" type=\"Concat\" version=\"opset1\"><data axis=\"0\"/>\
+         <input>\n",
+    );
+    for i in 0..k {
+        s.push_str(&format!(
+            "<port id=\"{}\" precision=\"FP32\"><dim>1</dim></port>\n",
+            id(i)
+        ));
+    }
+    s.push_str(&format!(
+        "</input><output><port id=\"{out}\" precision=\"FP32\" names=\"y\"><dim>{k}</dim></port>\
+         </output></layer>\n<layer id=\"2\" name=\"y\" type=\"Result\" version=\"opset1\"><input>\
+         <port id=\"0\" precision=\"FP32\"><dim>{k}</dim></port></input></layer>\n</layers>\n\
+         <edges>\n"
+    ));
+    for i in 0..k {
+        s.push_str(&format!(
+            "<edge from-layer=\"0\" from-port=\"0\" to-layer=\"1\" to-port=\"{}\"/>\n",
+            id(i)
+        ));
+    }
+    s.push_str(&format!(
+        "<edge from-layer=\"1\" from-port=\"{out}\" to-layer=\"2\" to-port=\"0\"/>\n</edges>\n</net>\n"
+    ));
+    s
+}
+
+#[test]
+fn an_ir_layer_of_20000_ports_loads_and_round_trips() {
+    const K: usize = 20_000;
+    let t = tmp();
+    let root = t.path();
+    let cases: [(&str, Box<dyn Fn(usize) -> i64>, i64); 2] = [
+        ("run", Box::new(|i| i as i64), K as i64),
+        // Ids in reverse order with gaps: the index is sorted, not a subtraction.
+        ("sorted", Box::new(|i| 3 * (K - i) as i64), 1),
+    ];
+    for (name, id, out) in cases {
+        let xml = root.join(format!("{name}.xml"));
+        std::fs::write(&xml, wide_concat_ir(K, &id, out)).unwrap();
+        std::fs::write(root.join(format!("{name}.bin")), b"").unwrap();
+        let o = run(&[p("info"), &xml]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("Concat 1"),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        // Untouched: written back byte for byte.
+        let same = root.join(format!("{name}.same.xml"));
+        let o = run(&[&xml, p("-o"), &same, p("--passes"), p("none"), p("-q")]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(std::fs::read(&same).unwrap(), std::fs::read(&xml).unwrap());
+        let o = run(&[
+            &xml,
+            p("-o"),
+            &root.join(format!("{name}.opt.xml")),
+            p("-q"),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        // An edge to a port id the layer does not have is refused, naming the layer.
+        let bad = std::fs::read_to_string(&xml).unwrap().replacen(
+            &format!("to-layer=\"1\" to-port=\"{}\"", id(K / 2)),
+            "to-layer=\"1\" to-port=\"-5\"",
+            1,
+        );
+        let badp = root.join(format!("{name}.bad.xml"));
+        std::fs::write(&badp, bad).unwrap();
+        std::fs::write(root.join(format!("{name}.bad.bin")), b"").unwrap();
+        let o = run(&[p("info"), &badp]);
+        assert_refused(&o, "layer 1 has no input port -5");
+    }
+}
