@@ -303,6 +303,15 @@ fn exit_code(e: &Error) -> ExitCode {
 fn main() -> ExitCode {
     purge_freed_memory_early();
     let cli = Cli::parse();
+    // A file size limit (`ulimit -f`) is handled like a full disk: with SIGXFSZ ignored, a
+    // write past the limit fails with EFBIG, reported like any write error, and the
+    // temporary files are removed (the signal's default action killed the process and left
+    // them).
+    #[cfg(unix)]
+    // SAFETY: sets the disposition of one signal to "ignore", before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
     // Temporary files of a save in progress are removed on SIGINT, SIGTERM and SIGHUP.
     if let Err(e) = slice_opt::formats::output::install_signal_cleanup() {
         term::err([format!(
@@ -378,6 +387,8 @@ fn table(rows: &[Vec<String>]) -> Vec<String> {
 fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
     let model = Model::load(path)?;
     let report = check::check(&model);
+    // Nothing is printed from a file that shrank while it was read.
+    model.check_mapped()?;
     if format == OutputFormat::Json {
         print_out(json(&report)?.lines())?;
     } else {
@@ -433,6 +444,7 @@ fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
 fn run_info(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
     let model = Model::load(path)?;
     let info = check::info(&model);
+    model.check_mapped()?;
     if format == OutputFormat::Json {
         print_out(json(&info)?.lines())?;
         return Ok(ExitCode::SUCCESS);

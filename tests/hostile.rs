@@ -1468,3 +1468,179 @@ fn an_ir_layer_of_20000_ports_loads_and_round_trips() {
         assert_refused(&o, "layer 1 has no input port -5");
     }
 }
+
+// Issue 46. 5. Mapped inputs that shrink under the run; a file size limit.
+
+/// Starts slice-opt on `args`, waits for a temporary file in `out_dir` (the save or the early
+/// `.bin` copy has begun), waits `delay` more, truncates `victim` to `keep` bytes, and returns
+/// the output.
+#[cfg(unix)]
+fn truncate_while_running(
+    args: &[&Path],
+    out_dir: &Path,
+    victim: &Path,
+    keep: u64,
+    delay: Duration,
+) -> Output {
+    let child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let start = Instant::now();
+    let mut seen = false;
+    while start.elapsed() < Duration::from_secs(120) {
+        let tmp_exists = std::fs::read_dir(out_dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().ends_with(".tmp"));
+        if tmp_exists {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(seen, "no temporary file was seen");
+    std::thread::sleep(delay);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(victim)
+        .unwrap()
+        .set_len(keep)
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[cfg(unix)]
+fn assert_shrunk(o: &Output, name: &str, out_dir: &Path) {
+    use std::os::unix::process::ExitStatusExt;
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.signal(), None, "killed by a signal: {err}");
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert!(err.contains(name), "names {name}: {err}");
+    let left: Vec<_> = std::fs::read_dir(out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "files left: {left:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn an_onnx_model_truncated_while_mapped_is_a_clean_error() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    let m = root.join("big.onnx");
+    write_large_model(&m, 512 << 20);
+    let o = truncate_while_running(
+        &[
+            &m,
+            p("-o"),
+            &root.join("out/big.onnx"),
+            p("--passes"),
+            p("none"),
+        ],
+        &root.join("out"),
+        &m,
+        100,
+        Duration::ZERO,
+    );
+    assert_shrunk(&o, "big.onnx: the file shrank", &root.join("out"));
+}
+
+#[cfg(unix)]
+#[test]
+fn an_ir_bin_truncated_while_mapped_is_a_clean_error() {
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    // y = x + w over f32[N], w a 256 MB constant of the .bin (a hole: nothing on disk).
+    const N: u64 = 64 << 20;
+    let port = |id: u32| format!("<port id=\"{id}\" precision=\"FP32\"><dim>{N}</dim></port>");
+    let xml = format!(
+        "<?xml version=\"1.0\"?>\n<net name=\"big\" version=\"11\">\n<layers>\n\
+         <layer id=\"0\" name=\"x\" type=\"Parameter\" version=\"opset1\"><data shape=\"{N}\" \
+         element_type=\"f32\"/><output>{}</output></layer>\n\
+         <layer id=\"1\" name=\"w\" type=\"Const\" version=\"opset1\"><data element_type=\"f32\" \
+         shape=\"{N}\" offset=\"0\" size=\"{}\"/><output>{}</output></layer>\n\
+         <layer id=\"2\" name=\"add\" type=\"Add\" version=\"opset1\"><input>{}{}</input>\
+         <output>{}</output></layer>\n\
+         <layer id=\"3\" name=\"y\" type=\"Result\" version=\"opset1\"><input>{}</input></layer>\n\
+         </layers>\n<edges>\n\
+         <edge from-layer=\"0\" from-port=\"0\" to-layer=\"2\" to-port=\"0\"/>\n\
+         <edge from-layer=\"1\" from-port=\"0\" to-layer=\"2\" to-port=\"1\"/>\n\
+         <edge from-layer=\"2\" from-port=\"2\" to-layer=\"3\" to-port=\"0\"/>\n\
+         </edges>\n</net>\n",
+        port(0),
+        4 * N,
+        port(0),
+        port(0),
+        port(1),
+        port(2),
+        port(0)
+    );
+    let m = root.join("m.xml");
+    std::fs::write(&m, xml).unwrap();
+    std::fs::File::create(root.join("m.bin"))
+        .unwrap()
+        .set_len(4 * N)
+        .unwrap();
+    let ok = run(&[p("info"), &m]);
+    assert_eq!(
+        ok.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let o = truncate_while_running(
+        &[
+            &m,
+            p("-o"),
+            &root.join("out/m.xml"),
+            p("--passes"),
+            p("none"),
+        ],
+        &root.join("out"),
+        &root.join("m.bin"),
+        4096,
+        // The early copy of the `.bin` starts before the model is loaded: truncated once
+        // the load has mapped it.
+        Duration::from_millis(30),
+    );
+    assert_shrunk(&o, "m.bin: the file shrank", &root.join("out"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_size_limit_is_handled_like_a_full_disk() {
+    use std::os::unix::process::ExitStatusExt;
+    let t = tmp();
+    let root = t.path();
+    std::fs::create_dir_all(root.join("out")).unwrap();
+    // An 8 MiB initializer inside the model; the limit is 1 MiB, and SIGXFSZ is not ignored.
+    let m = root.join("m.onnx");
+    let mut model = add_model(2, vec![]);
+    let g = model.graph.as_mut().unwrap();
+    g.initializer = vec![common::i64_tensor("w", &vec![3; 1 << 20])];
+    g.node = vec![common::node("Identity", "id", &["w"], &["y"])];
+    write_model(&m, &model);
+    let before = snapshot(root);
+    let out = Command::new("sh")
+        .args(["-c", "ulimit -f 2048; exec \"$0\" \"$@\"", bin()])
+        .arg(&m)
+        .arg("-o")
+        .arg(root.join("out/m.onnx"))
+        .args(["--passes", "none"])
+        .output()
+        .expect("sh");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.signal(), None, "killed by a signal: {err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("out/m.onnx"), "names the file: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    assert_unchanged(root, &before);
+}

@@ -1,6 +1,7 @@
 //! Model formats: ONNX (`.onnx`) and OpenVINO IR (`.xml` + `.bin`), behind one [`Model`] type.
 
 mod copy;
+pub mod mapped;
 pub mod onnx;
 pub mod openvino;
 pub mod output;
@@ -80,12 +81,27 @@ impl Model {
         copy: Option<openvino::BinCopy>,
         also: &[&Path],
     ) -> Result<()> {
-        match self {
+        let r = match self {
             Model::Onnx(m) => {
                 drop(copy);
                 m.save_also(path, also)
             }
             Model::OpenVino(m) => m.save_also(path, copy, also),
+        };
+        // A file that shrank under the save is the cause of whatever failed.
+        if r.is_err() {
+            self.check_mapped()?;
+        }
+        r
+    }
+
+    /// Fails, naming the file, when a file this model maps (the model, an IR `.bin`, ONNX
+    /// external data) shrank since it was loaded (see [`mapped`]): what was read from it past
+    /// its new end is zeros, not the model's bytes.
+    pub fn check_mapped(&self) -> Result<()> {
+        match self {
+            Model::Onnx(m) => m.check_mapped(),
+            Model::OpenVino(m) => m.check_mapped(),
         }
     }
 

@@ -144,7 +144,11 @@ impl OnnxModel {
     /// Loads `path`, memory-mapping it so tensor bytes stay in the map.
     pub fn load(path: &Path) -> Result<OnnxModel> {
         let (bytes, file) = map_file_with_handle(path)?;
-        let mut model = Self::decode(path, bytes.clone(), file)?;
+        let decoded = Self::decode(path, bytes.clone(), file);
+        // A file that shrank while it was read: that, not what was read of it, is the error.
+        crate::formats::mapped::check(&bytes)?;
+        let mut model = decoded?;
+        model.check_mapped()?;
         // Loading read every record of the file; from here on only unchanged records are
         // read again, when they are written. Their pages stay in the page cache, out of
         // this process's resident set (wide_100k.onnx: peak RSS 275 -> 253 MB).
@@ -193,6 +197,15 @@ impl OnnxModel {
             inputs,
             body_overrides: BodyOverrides::new(),
         })
+    }
+
+    /// Fails, naming the file, when the model file or an external data file shrank since it
+    /// was mapped ([`crate::formats::mapped`]).
+    pub fn check_mapped(&self) -> Result<()> {
+        for s in &self.sources {
+            crate::formats::mapped::check(&s.map)?;
+        }
+        Ok(())
     }
 
     /// The record of the main graph's node `i` (`graph.node[i]` of the file), decoded.
@@ -452,6 +465,8 @@ impl OnnxModel {
         }
         .map_err(io(path))?;
         staged.push(t);
+        // Nothing is renamed into place from a file that shrank while it was read.
+        self.check_mapped()?;
         crate::formats::output::commit(staged)
     }
 
@@ -734,14 +749,15 @@ fn map_file_advised(
     if len == 0 {
         return Ok((Bytes::new(), None));
     }
-    // SAFETY: the map is read-only; a file truncated under us by another process is outside
-    // what any reader can defend against (documented in the README).
+    // SAFETY: the map is read-only; a file truncated under us by another process makes reads
+    // past its new end fault, which `mapped::guard` turns into zeros and a mark that the
+    // load's and the save's checks report.
     let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
     if let Some(a) = advice {
         // Advice only: a kernel that ignores it reads the same bytes.
         let _ = map.advise(a);
     }
-    Ok((Bytes::from_owner(map), Some(file)))
+    Ok((crate::formats::mapped::guard(map, &file, path), Some(file)))
 }
 
 fn value_type_of(vi: &ValueInfoProto) -> ValueType {

@@ -277,7 +277,13 @@ impl OvModel {
         } else {
             (None, None)
         };
-        let mut m = Self::from_bytes(path, source, bin)?;
+        let built = Self::from_bytes(path, source.clone(), bin.clone());
+        // A file that shrank while it was read: that, not what was read of it, is the error.
+        crate::formats::mapped::check(&source)?;
+        if let Some(b) = &bin {
+            crate::formats::mapped::check(b)?;
+        }
+        let mut m = built?;
         m.bin_file = bin_file;
         m.source_file = source_file;
         Ok(m)
@@ -421,7 +427,19 @@ impl OvModel {
             Piece::Text(t) => Out::New(t.as_bytes()),
         });
         let xml_tmp = stage_copying(path, xml_out, &self.source, self.source_file.as_ref())?;
+        // Nothing is renamed into place from a file that shrank while it was read.
+        self.check_mapped()?;
         crate::formats::output::commit(vec![bin_tmp, xml_tmp])
+    }
+
+    /// Fails, naming the file, when the `.xml` or the `.bin` shrank since it was mapped
+    /// ([`crate::formats::mapped`]).
+    pub fn check_mapped(&self) -> Result<()> {
+        crate::formats::mapped::check(&self.source)?;
+        if let Some(b) = &self.bin {
+            crate::formats::mapped::check(b)?;
+        }
+        Ok(())
     }
 }
 
