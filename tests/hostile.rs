@@ -1644,3 +1644,99 @@ fn a_file_size_limit_is_handled_like_a_full_disk() {
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     assert_unchanged(root, &before);
 }
+
+// Issue 46. 6. IR `If`s nested deeper than the passes enter: a warning naming the depth.
+
+/// IR: `x: f32[2]` through `levels` nested `If`s (each then-branch holds the next; the
+/// innermost then-branch and every else-branch pass their input through).
+fn nested_if_ir(levels: usize) -> String {
+    fn port(id: u32) -> String {
+        format!("<port id=\"{id}\" precision=\"FP32\"><dim>2</dim></port>")
+    }
+    fn cond(id: u32) -> String {
+        format!(
+            "<layer id=\"{id}\" name=\"c\" type=\"Const\" version=\"opset1\"><data \
+             element_type=\"boolean\" shape=\"\" offset=\"0\" size=\"1\"/><output><port id=\"0\" \
+             precision=\"BOOL\"/></output></layer>"
+        )
+    }
+    fn passthrough() -> String {
+        format!(
+            "<layers><layer id=\"0\" name=\"p\" type=\"Parameter\" version=\"opset1\"><data \
+             shape=\"2\" element_type=\"f32\"/><output>{}</output></layer><layer id=\"1\" \
+             name=\"r\" type=\"Result\" version=\"opset1\"><input>{}</input></layer></layers>\
+             <edges><edge from-layer=\"0\" from-port=\"0\" to-layer=\"1\" to-port=\"0\"/></edges>",
+            port(0),
+            port(0)
+        )
+    }
+    /// A graph: Parameter 0 -> If 2 (condition Const 1) -> Result 3, the If's then-body
+    /// holding `inner` levels more.
+    fn graph(level: usize, inner: usize, top: bool) -> String {
+        let then_body = if inner == 0 {
+            passthrough()
+        } else {
+            graph(level + 1, inner - 1, false)
+        };
+        let map = "<input external_port_id=\"1\" internal_layer_id=\"0\"/>\
+                   <output external_port_id=\"2\" internal_layer_id=\"1\"/>";
+        let inner_map = if inner == 0 {
+            map.to_string()
+        } else {
+            "<input external_port_id=\"1\" internal_layer_id=\"0\"/>\
+             <output external_port_id=\"2\" internal_layer_id=\"3\"/>"
+                .to_string()
+        };
+        let (open, close) = if top {
+            ("<net name=\"nested\" version=\"11\">", "</net>")
+        } else {
+            ("", "")
+        };
+        format!(
+            "{open}<layers><layer id=\"0\" name=\"x{level}\" type=\"Parameter\" version=\"opset1\">\
+             <data shape=\"2\" element_type=\"f32\"/><output>{}</output></layer>{}\
+             <layer id=\"2\" name=\"if{level}\" type=\"If\" version=\"opset8\">\
+             <then_port_map>{inner_map}</then_port_map><else_port_map>{map}</else_port_map>\
+             <input><port id=\"0\" precision=\"BOOL\"/>{}</input><output>{}</output>\
+             <then_body>{then_body}</then_body><else_body>{}</else_body></layer>\
+             <layer id=\"3\" name=\"y{level}\" type=\"Result\" version=\"opset1\"><input>{}</input>\
+             </layer></layers><edges>\
+             <edge from-layer=\"0\" from-port=\"0\" to-layer=\"2\" to-port=\"1\"/>\
+             <edge from-layer=\"1\" from-port=\"0\" to-layer=\"2\" to-port=\"0\"/>\
+             <edge from-layer=\"2\" from-port=\"2\" to-layer=\"3\" to-port=\"0\"/></edges>{close}",
+            port(0),
+            cond(1),
+            port(1),
+            port(2),
+            passthrough(),
+            port(0)
+        )
+    }
+    format!("<?xml version=\"1.0\"?>\n{}\n", graph(1, levels - 1, true))
+}
+
+#[test]
+fn ir_ifs_nested_deeper_than_the_passes_enter_are_reported() {
+    let t = tmp();
+    let root = t.path();
+    for (levels, warned) in [(64, false), (70, true)] {
+        let m = root.join(format!("n{levels}.xml"));
+        std::fs::write(&m, nested_if_ir(levels)).unwrap();
+        std::fs::write(root.join(format!("n{levels}.bin")), [1u8]).unwrap();
+        let out = root.join(format!("o{levels}.xml"));
+        let o = run(&[&m, p("-o"), &out]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{levels}: {err}");
+        // The If at depth 64 (named if65: the top level's is if1) holds bodies at depth 65.
+        let warning = "its bodies are nested 65 levels deep and were left as they are";
+        assert_eq!(err.contains(warning), warned, "{levels}: {err}");
+        if warned {
+            let line = err.lines().find(|l| l.contains(warning)).unwrap();
+            assert!(line.contains("/if65 (If)"), "{line}");
+            assert!(
+                line.trim_start().starts_with("warning if1/then_body/if2/"),
+                "{line}"
+            );
+        }
+    }
+}

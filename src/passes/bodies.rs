@@ -48,6 +48,7 @@ pub(crate) fn run(
     depth: usize,
 ) -> Result<()> {
     if depth >= scope::MAX_DEPTH {
+        too_deep(model, report, depth);
         return Ok(());
     }
     match model {
@@ -71,6 +72,45 @@ pub(crate) fn run(
         }
     }
     Ok(())
+}
+
+/// The bodies of `model`'s nodes lie deeper than the passes enter: a warning per node that
+/// holds them (in the first pass's report), naming the depth, instead of a silent no-op.
+fn too_deep(model: &Model, report: &mut Report, depth: usize) {
+    let graph = model.graph();
+    let holders: Vec<NodeIndex> = match model {
+        Model::Onnx(m) => graph
+            .g
+            .node_indices()
+            .filter(|&ix| match graph.node(ix).origin {
+                Origin::OnnxNode(i) => m.body_holders().binary_search(&(i as usize)).is_ok(),
+                _ => false,
+            })
+            .collect(),
+        Model::OpenVino(_) => graph
+            .g
+            .node_indices()
+            .filter(|&ix| {
+                let n = graph.node(ix);
+                n.kind == NodeKind::Op
+                    && matches!(n.op_type.as_str(), "If" | "Loop" | "TensorIterator")
+            })
+            .collect(),
+    };
+    let Some(pr) = report.passes.first_mut() else {
+        return;
+    };
+    for ix in holders {
+        pr.warnings.push(Change::note(
+            scope::label(graph, ix),
+            graph.node(ix).op_type.to_string(),
+            format!(
+                "its bodies are nested {} levels deep and were left as they are: the passes enter bodies at most {} levels deep",
+                depth + 1,
+                scope::MAX_DEPTH
+            ),
+        ));
+    }
 }
 
 /// The facts of `graph` (itself seeded when it is a body).
