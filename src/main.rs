@@ -19,32 +19,76 @@ fn alloc_limit() -> usize {
     usize::MAX
 }
 
+/// Counts a large allocation against `--verify`'s memory budget; false: refuse it (only when
+/// `enforce`: on a thread where tract runs for `--verify`).
+#[cfg(feature = "verify")]
+fn charge(size: usize, enforce: bool) -> bool {
+    slice_opt::verify::charge(size, !enforce)
+}
+
+#[cfg(feature = "verify")]
+fn refund(size: usize) {
+    slice_opt::verify::refund(size)
+}
+
+#[cfg(not(feature = "verify"))]
+fn charge(_: usize, _: bool) -> bool {
+    true
+}
+
+#[cfg(not(feature = "verify"))]
+fn refund(_: usize) {}
+
 // SAFETY: every call is forwarded to mimalloc unchanged, or answered with null (allocation
 // failure), which the GlobalAlloc contract allows.
 unsafe impl std::alloc::GlobalAlloc for Capped {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if layout.size() > alloc_limit() {
+        let limit = alloc_limit();
+        if layout.size() > limit || !charge(layout.size(), limit != usize::MAX) {
             return std::ptr::null_mut();
         }
-        mimalloc::MiMalloc.alloc(layout)
+        let p = mimalloc::MiMalloc.alloc(layout);
+        if p.is_null() {
+            refund(layout.size());
+        }
+        p
     }
 
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if layout.size() > alloc_limit() {
+        let limit = alloc_limit();
+        if layout.size() > limit || !charge(layout.size(), limit != usize::MAX) {
             return std::ptr::null_mut();
         }
-        mimalloc::MiMalloc.alloc_zeroed(layout)
+        let p = mimalloc::MiMalloc.alloc_zeroed(layout);
+        if p.is_null() {
+            refund(layout.size());
+        }
+        p
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        refund(layout.size());
         mimalloc::MiMalloc.dealloc(ptr, layout)
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        if new_size > alloc_limit() {
+        let limit = alloc_limit();
+        if new_size > limit {
             return std::ptr::null_mut();
         }
-        mimalloc::MiMalloc.realloc(ptr, layout, new_size)
+        // Counted as the old block freed and the new one allocated; on a refusal or a failure
+        // the old block stays, and so does its count.
+        refund(layout.size());
+        if !charge(new_size, limit != usize::MAX) {
+            charge(layout.size(), false);
+            return std::ptr::null_mut();
+        }
+        let p = mimalloc::MiMalloc.realloc(ptr, layout, new_size);
+        if p.is_null() {
+            refund(new_size);
+            charge(layout.size(), false);
+        }
+        p
     }
 }
 
@@ -143,6 +187,17 @@ struct Cli {
     /// `--bind batch=1,seq=128`). Unbound symbols are tried at 3, then 64, then 512.
     #[arg(long, value_name = "NAME=SIZE", value_parser = parse_bind, value_delimiter = ',')]
     bind: Vec<(String, usize)>,
+
+    /// With --verify: the memory tract may give the models' tensors in all (K, M, G suffixes);
+    /// a model over it is reported as not verified. Default: a sixteenth of the machine's
+    /// memory, at least 1G.
+    #[arg(long, value_name = "SIZE", value_parser = parse_size, requires = "verify")]
+    verify_memory: Option<u64>,
+
+    /// With --verify: the longest a verification may take, in seconds; past it the model is
+    /// reported as not verified. Default: 300.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, requires = "verify")]
+    verify_time: Option<std::time::Duration>,
 
     /// Print nothing but errors.
     #[arg(short, long, conflicts_with = "verbose")]
@@ -547,7 +602,7 @@ fn transform_one(
         .details(cli.verbose || cli.report.is_some())
         .run(&mut model)?;
     let verification = match (&original, &model) {
-        (Some(Model::Onnx(a)), Model::Onnx(b)) => Some(verify(a, b, &cli.bind)?),
+        (Some(Model::Onnx(a)), Model::Onnx(b)) => Some(verify(a, b, cli)?),
         (Some(_), _) => Some("rewrites validated by the semantics core".to_string()),
         (None, _) => None,
     };
@@ -578,13 +633,19 @@ fn transform_one(
 fn verify(
     a: &slice_opt::formats::onnx::OnnxModel,
     b: &slice_opt::formats::onnx::OnnxModel,
-    bind: &[(String, usize)],
+    cli: &Cli,
 ) -> Result<String, Error> {
     use slice_opt::verify::{verify_onnx_with, Verification, VerifyOptions};
-    let opts = VerifyOptions {
-        bind: bind.iter().cloned().collect(),
+    let mut opts = VerifyOptions {
+        bind: cli.bind.iter().cloned().collect(),
         ..VerifyOptions::default()
     };
+    if let Some(m) = cli.verify_memory {
+        opts.memory_budget = m;
+    }
+    if let Some(t) = cli.verify_time {
+        opts.time_budget = t;
+    }
     match verify_onnx_with(a, b, &opts) {
         Verification::Passed {
             runs,
@@ -611,7 +672,7 @@ fn verify(
 fn verify(
     _: &slice_opt::formats::onnx::OnnxModel,
     _: &slice_opt::formats::onnx::OnnxModel,
-    _: &[(String, usize)],
+    _: &Cli,
 ) -> Result<String, Error> {
     Err(Error::Usage(
         "--verify needs slice-opt built with the `verify` feature (tract-onnx)".into(),
@@ -821,6 +882,16 @@ fn parse_bind(s: &str) -> Result<(String, usize), String> {
         .parse::<usize>()
         .map_err(|_| format!("'{size}' in '{s}' is not a size"))?;
     Ok((name.trim().to_string(), size))
+}
+
+/// Parses a positive number of seconds (`90`, `2.5`).
+fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    s.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0 && *v <= 1e9)
+        .map(std::time::Duration::from_secs_f64)
+        .ok_or_else(|| format!("'{s}' is not a number of seconds (e.g. 60, 2.5)"))
 }
 
 /// Parses `123`, `16K`, `16M`, `1G` (powers of 1024).

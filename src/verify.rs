@@ -19,6 +19,16 @@
 //! - Inputs whose total size is above [`VerifyOptions::max_input_bytes`] (1 GiB by default), or a
 //!   model whose intermediate tensors would be, are not run: "not verified: inputs too large to
 //!   run". A panic inside tract is caught and reported as not verified.
+//! - Resources: the tensors of a model (inputs, constants and every intermediate whose shape
+//!   tract's analysis knows, summed) must fit in [`VerifyOptions::memory_budget`] (by default
+//!   [`default_memory_budget`], a sixteenth of the machine's memory, at least 1 GiB), and while
+//!   tract builds and runs the models, the large allocations it holds at once must too (the
+//!   `slice-opt` binary's allocator refuses one that would pass it: [`charge`]). The whole
+//!   verification must end within [`VerifyOptions::time_budget`] (5 minutes by default).
+//!   Models beyond what tract analyses in reasonable time are not given to it: a node with
+//!   more than [`MAX_NODE_OUTPUTS`] outputs (tract-onnx 0.23 took 41 s for a Split into 4,000),
+//!   a tensor of rank above [`MAX_RANK`] (a rank-10,000 input of one element took 7.6 GB).
+//!   Each is reported as NOT verified, with the reason.
 //!
 //! A model tract cannot run (for example an ONNX `Loop`, which tract-onnx 0.23 does not
 //! implement) is reported as not verified — never as verified.
@@ -67,6 +77,37 @@ pub const DEFAULT_SIZES: [(usize, usize, usize); 6] = [
 /// Default bound on the bytes of one run's inputs (and of any one intermediate tensor).
 pub const MAX_INPUT_BYTES: u64 = 1 << 30;
 
+/// A node with more outputs than this is not given to tract (its optimizer is superlinear in
+/// them: a Split into 1,000 / 2,000 / 4,000 outputs took 0.9 / 5.3 / 41 s in `PushSplitDown`).
+pub const MAX_NODE_OUTPUTS: usize = 1024;
+
+/// A tensor of a higher rank is not given to tract (a rank-10,000 input of one element took
+/// 7.6 GB). ONNX Runtime and NumPy stop at lower ranks still.
+pub const MAX_RANK: usize = 64;
+
+/// Default bound on the time of one verification.
+pub const DEFAULT_TIME_BUDGET: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// The default [`VerifyOptions::memory_budget`]: a sixteenth of the machine's physical memory
+/// (1.5 GB of 24 GB), at least [`MAX_INPUT_BYTES`] (one tensor as large as an input may be).
+pub fn default_memory_budget() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    #[cfg(unix)]
+    let physical = unsafe {
+        let pages = libc::sysconf(libc::_SC_PHYS_PAGES);
+        let size = libc::sysconf(libc::_SC_PAGESIZE);
+        u64::try_from(pages)
+            .ok()
+            .zip(u64::try_from(size).ok())
+            .map(|(p, s)| p.saturating_mul(s))
+    };
+    #[cfg(not(unix))]
+    let physical: Option<u64> = None;
+    physical
+        .map_or(4 * MAX_INPUT_BYTES, |m| m / 16)
+        .max(MAX_INPUT_BYTES)
+}
+
 /// How [`verify_onnx_with`] runs.
 #[derive(Debug, Clone)]
 pub struct VerifyOptions {
@@ -78,6 +119,12 @@ pub struct VerifyOptions {
     pub runs: usize,
     /// Largest total input size of one run, in bytes; also the largest intermediate tensor.
     pub max_input_bytes: u64,
+    /// Largest total of a model's tensors, and of the large allocations tract holds at once
+    /// while it builds and runs the models (see the module doc), in bytes.
+    pub memory_budget: u64,
+    /// Longest a verification may take; past it, it is reported as not verified (tract is
+    /// left to finish on its own thread, which the end of the process stops).
+    pub time_budget: std::time::Duration,
 }
 
 impl Default for VerifyOptions {
@@ -87,6 +134,8 @@ impl Default for VerifyOptions {
             seed: 0x5eed,
             runs: 3,
             max_input_bytes: MAX_INPUT_BYTES,
+            memory_budget: default_memory_budget(),
+            time_budget: DEFAULT_TIME_BUDGET,
         }
     }
 }
@@ -603,6 +652,7 @@ fn build(
     dir: &Path,
     inputs: &[Tensor],
     limit: u64,
+    budget: u64,
 ) -> Result<Runnable, String> {
     let alloc = limit.max(model.encoded_len() as u64);
     guarded(alloc, || {
@@ -648,6 +698,43 @@ fn build(
                 break;
             }
             parsed = parse(&proto)?;
+        }
+        // What the tensors whose shapes the analysis knows take in all (constants folded by
+        // the optimizer are computed there: six constant Ranges of 960 MB each peaked at
+        // 5.5 GB), checked before anything is computed.
+        let mut probe = parsed.clone();
+        let _ = probe.analyse(false);
+        let mut total: u64 = inputs
+            .iter()
+            .map(|t| t.len() as u64 * t.datum_type().size_of() as u64)
+            .sum();
+        for node in probe.nodes() {
+            for o in &node.outputs {
+                let (Some(shape), Some(dt)) =
+                    (o.fact.shape.concretize(), o.fact.datum_type.concretize())
+                else {
+                    continue;
+                };
+                if shape.len() > MAX_RANK {
+                    anyhow::bail!(
+                        "node '{}' makes a tensor of rank {} (tract is given ranks up to {MAX_RANK})",
+                        node.name,
+                        shape.len()
+                    );
+                }
+                let bytes = shape.iter().try_fold(dt.size_of() as u64, |n, d| {
+                    d.to_i64()
+                        .ok()
+                        .and_then(|d| u64::try_from(d).ok())
+                        .and_then(|d| n.checked_mul(d))
+                });
+                total = bytes.and_then(|b| total.checked_add(b)).unwrap_or(u64::MAX);
+            }
+        }
+        if total > budget {
+            anyhow::bail!(
+                "over the memory budget: the model's tensors take {total} bytes in all (inputs, constants and intermediates), the verification memory budget is {budget} bytes (--verify-memory)"
+            );
         }
         let typed = parsed.into_optimized()?;
         for node in typed.nodes() {
@@ -825,6 +912,10 @@ fn show_bound(
 /// Runs `original` and `transformed` in tract on `opts.runs` seeded random input sets per case
 /// (a case is one value of each control input, see the module doc) and compares every output.
 /// External data is read from the original model's directory.
+///
+/// The verification runs on a thread of its own within [`VerifyOptions::time_budget`] and
+/// [`VerifyOptions::memory_budget`]; a model beyond what tract handles in reasonable time (see
+/// the module doc) is not given to tract. Each is reported as not verified, with the reason.
 pub fn verify_onnx_with(
     original: &OnnxModel,
     transformed: &OnnxModel,
@@ -845,6 +936,269 @@ pub fn verify_onnx_with(
             return Verification::Failed(format!("the transformed model cannot be encoded: {e}"))
         }
     };
+    if let Some(why) = beyond_tract(&a) {
+        return Verification::NotVerified(why);
+    }
+    // Constants a small file can describe (a Range of 240 million floats) are made by tract's
+    // analysis itself: counted here first, before tract computes them.
+    let constants = a.graph.as_ref().map_or(0, constant_bytes);
+    if constants > opts.memory_budget {
+        return Verification::NotVerified(format!(
+            "over the memory budget: the model's constants (initializers, and Range and ConstantOfShape of constant inputs) take {constants} bytes, the verification memory budget is {} bytes (--verify-memory)",
+            opts.memory_budget
+        ));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opts = opts.clone();
+    let budget = opts.memory_budget;
+    let time_budget = opts.time_budget;
+    let worker = std::thread::Builder::new()
+        .name("slice-opt-verify".into())
+        // tract's analysis recurses over the graph: the main thread's stack size, not 2 MiB.
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let _budget = Budget::start(budget);
+            let _ = tx.send(verify_protos(a, b, dir, &opts));
+        });
+    if let Err(e) = worker {
+        return Verification::NotVerified(format!("cannot start the verification thread: {e}"));
+    }
+    match rx.recv_timeout(time_budget) {
+        Ok(v) => v,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Verification::NotVerified(format!(
+            "over the time budget: tract did not finish within {} s (--verify-time)",
+            time_budget.as_secs_f64()
+        )),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Verification::NotVerified("the verification thread stopped".into())
+        }
+    }
+}
+
+/// The bytes of the constants of `g` (not its subgraphs): initializers, `Constant` nodes, and
+/// the outputs of `Range` and `ConstantOfShape` nodes whose inputs are constants (what tract's
+/// analysis computes before anything runs). Saturates instead of overflowing.
+fn constant_bytes(g: &pb::GraphProto) -> u64 {
+    fn count(t: &pb::TensorProto) -> Option<u64> {
+        t.dims
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(u64::try_from(d).ok()?))
+    }
+    fn bytes(t: &pb::TensorProto) -> u64 {
+        count(t)
+            .and_then(|n| n.checked_mul(elem_size(t.data_type).unwrap_or(4)))
+            .unwrap_or(u64::MAX)
+    }
+    fn scalar(t: &pb::TensorProto) -> Option<f64> {
+        if count(t)? != 1 {
+            return None;
+        }
+        let raw = |n: usize| t.raw_data.get(..n);
+        match t.data_type {
+            F32 => t
+                .float_data
+                .first()
+                .copied()
+                .or_else(|| Some(f32::from_le_bytes(raw(4)?.try_into().ok()?)))
+                .map(f64::from),
+            F64 => t
+                .double_data
+                .first()
+                .copied()
+                .or_else(|| Some(f64::from_le_bytes(raw(8)?.try_into().ok()?))),
+            I32 | I64 => scalar_of(t).map(|v| v as f64),
+            _ => None,
+        }
+    }
+    let mut consts: HashMap<&str, &pb::TensorProto> =
+        g.initializer.iter().map(|t| (t.name.as_str(), t)).collect();
+    for n in &g.node {
+        if n.op_type == "Constant" {
+            if let (Some(out), Some(t)) = (
+                n.output.first(),
+                n.attribute
+                    .iter()
+                    .find(|a| a.name == "value")
+                    .and_then(|a| a.t.as_ref()),
+            ) {
+                consts.insert(out.as_str(), t);
+            }
+        }
+    }
+    let mut total = consts
+        .values()
+        .fold(0u64, |n, t| n.saturating_add(bytes(t)));
+    let input = |n: &pb::NodeProto, i: usize| n.input.get(i).and_then(|x| consts.get(x.as_str()));
+    for n in &g.node {
+        let made = match n.op_type.as_str() {
+            "Range" => (|| {
+                let (s, l, d) = (input(n, 0)?, input(n, 1)?, input(n, 2)?);
+                let (start, limit, delta) = (scalar(s)?, scalar(l)?, scalar(d)?);
+                let len = ((limit - start) / delta).ceil();
+                let len = if len.is_finite() {
+                    len.max(0.0)
+                } else {
+                    f64::MAX
+                };
+                Some((len * elem_size(s.data_type).unwrap_or(4) as f64) as u64)
+            })(),
+            "ConstantOfShape" => (|| {
+                let shape = input(n, 0)?;
+                let dims: Vec<i64> = if !shape.int64_data.is_empty() {
+                    shape.int64_data.clone()
+                } else {
+                    shape
+                        .raw_data
+                        .chunks_exact(8)
+                        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+                        .collect()
+                };
+                let elem = n
+                    .attribute
+                    .iter()
+                    .find(|a| a.name == "value")
+                    .and_then(|a| a.t.as_ref())
+                    .and_then(|t| elem_size(t.data_type))
+                    .unwrap_or(4);
+                dims.iter()
+                    .try_fold(elem, |b, &d| b.checked_mul(u64::try_from(d).ok()?))
+                    .or(Some(u64::MAX))
+            })(),
+            _ => None,
+        };
+        total = total.saturating_add(made.unwrap_or(0));
+    }
+    total
+}
+
+/// Why `m` is beyond what tract handles in reasonable time, if it is: a node with more than
+/// [`MAX_NODE_OUTPUTS`] outputs, or a declared tensor (input, output, value_info, initializer)
+/// of rank above [`MAX_RANK`], in the graph or a subgraph.
+fn beyond_tract(m: &pb::ModelProto) -> Option<String> {
+    fn rank_of(v: &pb::ValueInfoProto) -> usize {
+        match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+            Some(pb::type_proto::Value::TensorType(t)) => {
+                t.shape.as_ref().map_or(0, |s| s.dim.len())
+            }
+            _ => 0,
+        }
+    }
+    fn walk(g: &pb::GraphProto) -> Option<String> {
+        let values = g.input.iter().chain(&g.output).chain(&g.value_info);
+        if let Some(v) = values.clone().find(|v| rank_of(v) > MAX_RANK) {
+            return Some(format!(
+                "'{}' has rank {}: tract is given ranks up to {MAX_RANK}",
+                v.name,
+                rank_of(v)
+            ));
+        }
+        if let Some(t) = g.initializer.iter().find(|t| t.dims.len() > MAX_RANK) {
+            return Some(format!(
+                "initializer '{}' has rank {}: tract is given ranks up to {MAX_RANK}",
+                t.name,
+                t.dims.len()
+            ));
+        }
+        for (i, n) in g.node.iter().enumerate() {
+            if n.output.len() > MAX_NODE_OUTPUTS {
+                let name = if n.name.is_empty() {
+                    format!("#{i}")
+                } else {
+                    format!("'{}'", n.name)
+                };
+                return Some(format!(
+                    "node {name} ({}) has {} outputs: tract's optimizer is superlinear in them, it is given nodes of up to {MAX_NODE_OUTPUTS}",
+                    n.op_type,
+                    n.output.len()
+                ));
+            }
+            for a in &n.attribute {
+                for sg in a.g.iter().chain(&a.graphs) {
+                    if let Some(why) = walk(sg) {
+                        return Some(why);
+                    }
+                }
+            }
+        }
+        None
+    }
+    walk(m.graph.as_ref()?)
+}
+
+/// Bytes of the live allocations of at least [`LARGE`] bytes (tensor data), counted by the
+/// binary's allocator through [`charge`] and [`refund`].
+static LARGE_LIVE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+/// The memory budget of the verifications running (0: none), and what [`LARGE_LIVE`] was
+/// when the first of them started.
+static BUDGET: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static BASE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Allocations from this size up are counted against the memory budget: tensor data, which
+/// tract allocates through its `Blob` and checks (a refused allocation is a panic there, which
+/// verification catches), not the small allocations of its graph structures (a refused one
+/// would abort the process).
+pub const LARGE: usize = 16 << 20;
+
+/// For a global allocator: counts an allocation of `size` bytes about to be made and says
+/// whether it may be made. While a verification runs, one that would bring the large
+/// allocations held since it started above [`VerifyOptions::memory_budget`] may not (the
+/// allocator then returns null). With `force`, it is counted whatever the budget.
+pub fn charge(size: usize, force: bool) -> bool {
+    use std::sync::atomic::Ordering;
+    if size < LARGE {
+        return true;
+    }
+    let size = size as u64;
+    let now = LARGE_LIVE.fetch_add(size, Ordering::Relaxed) + size;
+    let budget = BUDGET.load(Ordering::Relaxed);
+    if !force && budget != 0 && now.saturating_sub(BASE.load(Ordering::Relaxed)) > budget {
+        LARGE_LIVE.fetch_sub(size, Ordering::Relaxed);
+        return false;
+    }
+    true
+}
+
+/// For a global allocator: an allocation of `size` bytes counted by [`charge`] was freed (or
+/// could not be made).
+pub fn refund(size: usize) {
+    use std::sync::atomic::Ordering;
+    if size >= LARGE {
+        LARGE_LIVE.fetch_sub(size as u64, Ordering::Relaxed);
+    }
+}
+
+/// The memory budget in force while it lives (verifications running at once share the first
+/// one's).
+struct Budget;
+
+impl Budget {
+    fn start(budget: u64) -> Budget {
+        use std::sync::atomic::Ordering;
+        if RUNNING.fetch_add(1, Ordering::AcqRel) == 0 {
+            BASE.store(LARGE_LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
+            BUDGET.store(budget.max(1), Ordering::Relaxed);
+        }
+        Budget
+    }
+}
+
+impl Drop for Budget {
+    fn drop(&mut self) {
+        use std::sync::atomic::Ordering;
+        if RUNNING.fetch_sub(1, Ordering::AcqRel) == 1 {
+            BUDGET.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// [`verify_onnx_with`] on the encoded models, on the calling thread.
+fn verify_protos(
+    a: pb::ModelProto,
+    b: pb::ModelProto,
+    dir: std::path::PathBuf,
+    opts: &VerifyOptions,
+) -> Verification {
     let Some(graph) = a.graph.as_ref() else {
         return Verification::NotVerified("the model has no graph".into());
     };
@@ -946,6 +1300,7 @@ pub fn verify_onnx_with(
             &dir,
             &sets[0],
             opts.max_input_bytes,
+            opts.memory_budget,
         ) {
             Ok(p) => p,
             Err(e) => {
@@ -1110,6 +1465,7 @@ fn find_binding(
             dir,
             &tensors,
             opts.max_input_bytes,
+            opts.memory_budget,
         )
         .and_then(|plan| run(&plan, &tensors, opts.max_input_bytes).map(|_| plan));
         match attempt {

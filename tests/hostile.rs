@@ -1740,3 +1740,155 @@ fn ir_ifs_nested_deeper_than_the_passes_enter_are_reported() {
         }
     }
 }
+
+// Issue 46. 7. `--verify` within resources: models beyond what tract handles quickly, or over
+// the memory or time budget, are reported NOT verified with the reason (exit 0: nothing
+// failed), not run for minutes or gigabytes.
+
+/// A graph value of type f32 and shape `dims`.
+#[cfg(feature = "verify")]
+fn f32_value(name: &str, dims: &[i64]) -> proto::ValueInfoProto {
+    let mut v = f32_input(name, 1);
+    if let Some(proto::type_proto::Value::TensorType(t)) =
+        v.r#type.as_mut().and_then(|t| t.value.as_mut())
+    {
+        t.shape = Some(proto::TensorShapeProto {
+            dim: dims
+                .iter()
+                .map(|&d| proto::tensor_shape_proto::Dimension {
+                    value: Some(proto::tensor_shape_proto::dimension::Value::DimValue(d)),
+                    ..Default::default()
+                })
+                .collect(),
+        });
+    }
+    v
+}
+
+#[cfg(feature = "verify")]
+fn assert_not_verified(root: &Path, m: &Path, extra: &[&str], reason: &str) {
+    let out = root.join("o.onnx");
+    let mut args: Vec<&Path> = vec![m, p("-o"), &out, p("--verify")];
+    args.extend(extra.iter().map(|a| p(a)));
+    let start = Instant::now();
+    let o = run(&args);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains("verify "))
+        .unwrap_or_else(|| panic!("a verify line: {err}"));
+    assert!(line.contains("NOT verified"), "{line}");
+    assert!(line.contains(reason), "says '{reason}': {line}");
+    eprintln!(
+        "{}: {:.1} s: {line}",
+        m.display(),
+        start.elapsed().as_secs_f64()
+    );
+}
+
+#[cfg(feature = "verify")]
+#[test]
+fn verify_reports_a_split_into_6000_outputs_as_not_verified() {
+    const K: usize = 6000;
+    let t = tmp();
+    let root = t.path();
+    let mut m = add_model(K as i64, vec![]);
+    let g = m.graph.as_mut().unwrap();
+    let outs: Vec<String> = (0..K).map(|i| format!("y{i}")).collect();
+    let refs: Vec<&str> = outs.iter().map(String::as_str).collect();
+    let mut split = common::node("Split", "split", &["x", "split"], &refs);
+    split.attribute.push(common::int_attr("axis", 0));
+    g.node = vec![split];
+    g.initializer = vec![common::i64_tensor("split", &vec![1; K])];
+    g.output = outs.iter().map(|o| f32_input(o, 1)).collect();
+    let path = root.join("split.onnx");
+    write_model(&path, &m);
+    assert_not_verified(root, &path, &[], "has 6000 outputs");
+}
+
+#[cfg(feature = "verify")]
+#[test]
+fn verify_reports_a_rank_10000_input_as_not_verified() {
+    let t = tmp();
+    let root = t.path();
+    let mut m = add_model(1, vec![]);
+    let g = m.graph.as_mut().unwrap();
+    g.input = vec![f32_value("x", &[1; 10_000])];
+    g.output = vec![f32_value("y", &[1; 10_000])];
+    g.node = vec![common::node("Identity", "id", &["x"], &["y"])];
+    let path = root.join("rank.onnx");
+    write_model(&path, &m);
+    assert_not_verified(root, &path, &[], "'x' has rank 10000");
+}
+
+#[cfg(feature = "verify")]
+#[test]
+fn verify_reports_six_constant_960_mb_ranges_as_not_verified() {
+    const N: i64 = 240_000_000;
+    let t = tmp();
+    let root = t.path();
+    let scalar = |name: &str, v: f32| proto::TensorProto {
+        name: Some(name.into()),
+        data_type: Some(1),
+        raw_data: Some(v.to_le_bytes().to_vec().into()),
+        ..Default::default()
+    };
+    let mut m = add_model(1, vec![]);
+    let g = m.graph.as_mut().unwrap();
+    g.initializer = vec![scalar("s", 0.0), scalar("l", N as f32), scalar("d", 1.0)];
+    g.node = (0..6)
+        .map(|i| {
+            common::node(
+                "Range",
+                &format!("range{i}"),
+                &["s", "l", "d"],
+                &[&format!("r{i}")],
+            )
+        })
+        .collect();
+    g.node.push(common::node("Identity", "id", &["x"], &["y"]));
+    g.output = vec![f32_input("y", 1)];
+    g.output
+        .extend((0..6).map(|i| f32_input(&format!("r{i}"), N)));
+    let path = root.join("ranges.onnx");
+    write_model(&path, &m);
+    // The default budget (a sixteenth of the machine's memory, at least 1 GiB) is under the
+    // 5.76 GB of the six Ranges on machines of less than 92 GB; a budget given says the same.
+    assert_not_verified(
+        root,
+        &path,
+        &["--verify-memory", "4G"],
+        "over the memory budget",
+    );
+}
+
+#[cfg(feature = "verify")]
+#[test]
+fn verify_memory_and_time_budgets_are_flags() {
+    let t = tmp();
+    let root = t.path();
+    let m = root.join("m.onnx");
+    std::fs::copy(repo().join("models/last_token.onnx"), &m).unwrap();
+    assert_not_verified(
+        root,
+        &m,
+        &["--verify-memory", "1K"],
+        "over the memory budget",
+    );
+    assert_not_verified(
+        root,
+        &m,
+        &["--verify-time", "0.001"],
+        "over the time budget",
+    );
+    // Without --verify the flags are refused (clap: exit 2).
+    let o = run(&[
+        &m,
+        p("-o"),
+        &root.join("o.onnx"),
+        p("--verify-time"),
+        p("5"),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
