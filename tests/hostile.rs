@@ -1412,7 +1412,8 @@ fn an_ir_layer_of_20000_ports_loads_and_round_trips() {
     const K: usize = 20_000;
     let t = tmp();
     let root = t.path();
-    let cases: [(&str, Box<dyn Fn(usize) -> i64>, i64); 2] = [
+    type PortId = Box<dyn Fn(usize) -> i64>;
+    let cases: [(&str, PortId, i64); 2] = [
         ("run", Box::new(|i| i as i64), K as i64),
         // Ids in reverse order with gaps: the index is sorted, not a subtraction.
         ("sorted", Box::new(|i| 3 * (K - i) as i64), 1),
