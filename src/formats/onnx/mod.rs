@@ -508,12 +508,12 @@ impl OnnxModel {
             return None;
         }
         let mut taken: Vec<String> = Vec::new();
-        tensor::external_locations(orig, &mut taken);
+        tensor::external_locations(orig, &mut taken, true);
         for n in &self.records.nodes {
-            write::encoded_node_locations(n, &mut taken);
+            write::encoded_node_locations(n, &mut taken, true);
         }
         for t in &self.records.inits {
-            write::encoded_tensor_location(t, &mut taken);
+            write::encoded_tensor_location(t, &mut taken, true);
         }
         let file_name = path.file_name()?.to_string_lossy().into_owned();
         let location = std::iter::once(format!("{file_name}.data"))
@@ -1973,26 +1973,35 @@ fn external_copies(
         return Ok(Vec::new());
     }
     let mut files: Vec<String> = Vec::new();
-    g.external_locations(&mut files);
+    g.external_locations(&mut files, false);
     files.sort();
     files.dedup();
     files.retain(|f| Some(f.as_str()) != skip);
     let alt = crate::formats::resolved_model_dir(from);
+    let pair = |loc: &str| -> Result<(PathBuf, PathBuf)> {
+        let src = tensor::resolve_location(&src_dir, loc).map_err(|m| fmt_err(from, m))?;
+        let src = crate::formats::resolve_inside(&src, &src_dir, alt.as_deref()).map_err(|m| {
+            Error::Refused {
+                path: from.to_path_buf(),
+                message: format!("external data '{loc}': {m}"),
+            }
+        })?;
+        let dst = tensor::resolve_location(&dst_dir, loc).map_err(|m| fmt_err(to, m))?;
+        Ok((src, dst))
+    };
     let mut pairs = files
-        .into_iter()
-        .map(|loc| {
-            let src = tensor::resolve_location(&src_dir, &loc).map_err(|m| fmt_err(from, m))?;
-            let src =
-                crate::formats::resolve_inside(&src, &src_dir, alt.as_deref()).map_err(|m| {
-                    Error::Refused {
-                        path: from.to_path_buf(),
-                        message: format!("external data '{loc}': {m}"),
-                    }
-                })?;
-            let dst = tensor::resolve_location(&dst_dir, &loc).map_err(|m| fmt_err(to, m))?;
-            Ok((src, dst))
-        })
+        .iter()
+        .map(|loc| pair(loc))
         .collect::<Result<Vec<_>>>()?;
+    // A tensor's other `location` entries (the last is the one read) are not read, but the
+    // onnx checker wants each to name a regular file: those that do, inside the model's
+    // directory, are copied too; the others are left out.
+    let mut named: Vec<String> = Vec::new();
+    g.external_locations(&mut named, true);
+    named.sort();
+    named.dedup();
+    named.retain(|f| Some(f.as_str()) != skip && files.binary_search(f).is_err());
+    pairs.extend(named.iter().filter_map(|loc| pair(loc).ok()));
     // Locations that name one file in two ways (`w.bin`, `./w.bin`) resolve to one path:
     // the file is copied once.
     pairs.sort_by(|a, b| a.1.cmp(&b.1));
@@ -2122,14 +2131,14 @@ mod locations_only {
     }
 
     impl Tensor {
-        fn location(&self) -> Option<&str> {
-            if self.data_location != Some(1) {
-                return None;
-            }
-            self.external_data
-                .iter()
-                .rfind(|e| e.key.as_deref() == Some("location"))
-                .and_then(|e| e.value.as_deref())
+        /// Every `location` entry (as `tensor::tensor_locations`).
+        fn locations(&self) -> impl Iterator<Item = &str> {
+            (self.data_location == Some(1))
+                .then_some(&self.external_data)
+                .into_iter()
+                .flatten()
+                .filter(|e| e.key.as_deref() == Some("location"))
+                .filter_map(|e| e.value.as_deref())
         }
     }
 
@@ -2140,12 +2149,12 @@ mod locations_only {
             out.extend(
                 self.initializer
                     .iter()
-                    .filter_map(Tensor::location)
+                    .flat_map(Tensor::locations)
                     .map(str::to_string),
             );
             for a in self.node.iter().flat_map(|n| &n.attribute) {
                 for t in a.t.iter().chain(&a.tensors) {
-                    out.extend(t.location().map(str::to_string));
+                    out.extend(t.locations().map(str::to_string));
                 }
                 for g in a.g.as_deref().into_iter().chain(&a.graphs) {
                     g.locations(out);

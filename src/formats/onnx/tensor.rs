@@ -112,25 +112,48 @@ pub fn tensor_location(t: &TensorProto) -> Option<&str> {
         .map(|e| e.value())
 }
 
-/// Every external-data `location` in a node's tensor attributes and subgraphs.
-pub fn node_external_locations(n: &proto::NodeProto, out: &mut Vec<String>) {
+/// Every `location` entry of a tensor stored outside the model file (one, normally; when there
+/// are several the last is the file read, see [`tensor_location`], and the onnx checker wants
+/// each to name a regular file).
+pub fn tensor_locations(t: &TensorProto) -> impl Iterator<Item = &str> {
+    (t.data_location == Some(1))
+        .then_some(&t.external_data)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.key() == "location")
+        .map(|e| e.value())
+}
+
+/// The external-data locations in a node's tensor attributes and subgraphs: the one read of
+/// each tensor ([`tensor_location`]), or with `all` every `location` entry.
+pub fn node_external_locations(n: &proto::NodeProto, out: &mut Vec<String>, all: bool) {
     for a in &n.attribute {
         for t in a.t.as_deref().into_iter().chain(a.tensors.iter()) {
-            out.extend(tensor_location(t).map(str::to_string));
+            push_locations(t, out, all);
         }
         for sg in a.g.as_deref().into_iter().chain(a.graphs.iter()) {
-            external_locations(sg, out);
+            external_locations(sg, out, all);
         }
     }
 }
 
-/// Every external-data `location` in a graph and its subgraphs.
-pub fn external_locations(g: &GraphProto, out: &mut Vec<String>) {
+/// The external-data locations in a graph and its subgraphs (see
+/// [`node_external_locations`]).
+pub fn external_locations(g: &GraphProto, out: &mut Vec<String>, all: bool) {
     for t in &g.initializer {
-        out.extend(tensor_location(t).map(str::to_string));
+        push_locations(t, out, all);
     }
     for n in &g.node {
-        node_external_locations(n, out);
+        node_external_locations(n, out, all);
+    }
+}
+
+/// Appends the location `t` is read from, or with `all` every `location` entry of `t`.
+pub fn push_locations(t: &TensorProto, out: &mut Vec<String>, all: bool) {
+    if all {
+        out.extend(tensor_locations(t).map(str::to_string));
+    } else {
+        out.extend(tensor_location(t).map(str::to_string));
     }
 }
 

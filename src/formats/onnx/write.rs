@@ -189,28 +189,28 @@ impl<M: Message + Default + Clone> Out<'_, M> {
     }
 }
 
-/// Every external-data `location` in the tensor attributes and subgraphs of the encoded node
-/// record `b`. A small record without the bytes `location` has none and is not decoded; a big
+/// The external-data locations in the tensor attributes and subgraphs of the encoded node
+/// record `b` (the one read of each tensor, or with `all` every entry). A small record without the bytes `location` has none and is not decoded; a big
 /// one is decoded without being read through (its tensor bytes are not touched).
-pub fn encoded_node_locations(b: &Bytes, out: &mut Vec<String>) {
+pub fn encoded_node_locations(b: &Bytes, out: &mut Vec<String>, all: bool) {
     if b.len() < BIG && memchr::memmem::find(b, b"location").is_none() {
         return;
     }
     if let Ok(n) = NodeProto::decode(b.clone()) {
-        super::tensor::node_external_locations(&n, out);
+        super::tensor::node_external_locations(&n, out, all);
     }
 }
 
 /// The external-data `location` of the encoded tensor record `b`, if it has one. Only a record
 /// with an `external_data` or `data_location` field is decoded; the walk to find them skips
 /// over the tensor bytes (a weight's pages are not read).
-pub fn encoded_tensor_location(b: &Bytes, out: &mut Vec<String>) {
+pub fn encoded_tensor_location(b: &Bytes, out: &mut Vec<String>, all: bool) {
     let external = super::fields(b).any(|f| f.is_none_or(|(n, _, _, _)| n == 13 || n == 14));
     if !external {
         return;
     }
     if let Ok(t) = TensorProto::decode(b.clone()) {
-        out.extend(super::tensor::tensor_location(&t).map(str::to_string));
+        super::tensor::push_locations(&t, out, all);
     }
 }
 
@@ -319,21 +319,20 @@ impl<'a> GraphOut<'a> {
             + message::encoded_len_repeated(16, &b.metadata_props)
     }
 
-    /// Every external-data `location` the graph refers to (subgraphs included).
-    pub fn external_locations(&self, out: &mut Vec<String>) {
+    /// The external-data locations the graph refers to (subgraphs included): the one read of
+    /// each tensor, or with `all` every `location` entry.
+    pub fn external_locations(&self, out: &mut Vec<String>, all: bool) {
         for t in &self.initializer {
             match (t.encoded(), t) {
-                (Some(b), _) => encoded_tensor_location(b, out),
-                (None, Out::Record(r)) => {
-                    out.extend(super::tensor::tensor_location(r).map(str::to_string))
-                }
+                (Some(b), _) => encoded_tensor_location(b, out, all),
+                (None, Out::Record(r)) => super::tensor::push_locations(r, out, all),
                 (None, _) => {}
             }
         }
         for n in &self.node {
             match (n.encoded(), n) {
-                (Some(b), _) => encoded_node_locations(b, out),
-                (None, Out::Record(r)) => super::tensor::node_external_locations(r, out),
+                (Some(b), _) => encoded_node_locations(b, out, all),
+                (None, Out::Record(r)) => super::tensor::node_external_locations(r, out, all),
                 (None, _) => {}
             }
         }
