@@ -11,22 +11,8 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::ir::Graph;
 
-/// The on-disk format of a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Onnx,
-    OpenVino,
-}
-
-impl std::fmt::Display for Format {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Format::Onnx => "ONNX",
-            Format::OpenVino => "OpenVINO IR",
-        })
-    }
-}
+/// The on-disk format of a model (defined in [`crate::ir::dialect`]; this is its public path).
+pub use crate::ir::Format;
 
 /// A loaded model of either format.
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 //! output port of its source to an input port of its target. Every node remembers where it came
 //! from ([`Origin`]) so that a node no pass touched re-serializes exactly as it was read.
 
+pub mod dialect;
 mod tensor;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use petgraph::visit::{
 };
 use petgraph::Direction;
 
+pub use dialect::Format;
 pub use tensor::{DType, Tensor, TensorData};
 
 /// A name or an op type in the IR: a string kept inline up to 24 bytes (node and value names,
