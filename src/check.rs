@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::formats::{Format, Model};
 use crate::ir::{DeclaredDim, NodeKind};
-use crate::passes::slice_node::{self, DecodeError};
+use crate::shape::slice_node::{self, DecodeError};
 use crate::semantics::{AxisPlan, Bound, Dim, SlicePlan};
 use crate::shape;
 

@@ -26,7 +26,7 @@ use crate::formats::onnx::{proto::NodeProto, subgraph, OnnxModel};
 use crate::formats::openvino::OvModel;
 use crate::formats::Model;
 use crate::ir::{FastMap, NodeKind, Origin, OutletId, TensorData};
-use crate::passes::slice_node;
+use crate::shape::slice_node;
 use crate::pipeline::Pipeline;
 use crate::report::{Change, PassKind, Report};
 use crate::shape::{self, scope, Fact};

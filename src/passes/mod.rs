@@ -1,5 +1,4 @@
-//! Passes over the IR, one file each, plus the one place that decodes slice nodes and the
-//! evaluator of constant tensors.
+//! Passes over the IR, one file each, plus the evaluator of constant tensors.
 
 pub mod bodies;
 pub mod cleanup;
@@ -9,4 +8,5 @@ pub mod infer;
 pub mod lower;
 pub mod raise;
 pub mod rewrite;
-pub mod slice_node;
+/// Moved to [`crate::shape::slice_node`]; re-exported here for one release.
+pub use crate::shape::slice_node;

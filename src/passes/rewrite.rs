@@ -7,7 +7,7 @@ use crate::formats::Format;
 use crate::ir::{
     Attr, DType, DeclaredDim, Graph, Node, NodeKind, OutletId, Tensor, Value, ValueType,
 };
-use crate::passes::slice_node;
+use crate::shape::slice_node;
 use crate::semantics::{
     self, AxisPlan, Bound, Clamp, ResolvedAxis, SliceError, SlicePlan, DEFAULT_MAX_ELEMENTS,
 };

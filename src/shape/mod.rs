@@ -30,6 +30,7 @@ mod matmul;
 mod reduce;
 pub mod scope;
 pub mod slice;
+pub mod slice_node;
 
 use petgraph::stable_graph::NodeIndex;
 use petgraph::visit::NodeIndexable;
@@ -37,7 +38,6 @@ use petgraph::visit::NodeIndexable;
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::{DType, Graph, Node, NodeKind, OutletId};
-use crate::passes::slice_node;
 use crate::semantics::Dim;
 
 /// The largest integer tensor (element count) that carries a symbolic value.
@@ -118,13 +118,13 @@ pub struct Facts {
 const OUTPUT_SHAPE: u32 = u32::MAX;
 
 /// The result of [`slice::slice_dims`] without the decoded node.
-pub(crate) type SliceDims = std::result::Result<Vec<Dim>, crate::passes::slice_node::DecodeError>;
+pub(crate) type SliceDims = std::result::Result<Vec<Dim>, slice_node::DecodeError>;
 
 /// [`SliceDims`] as propagation keeps it: `Ok(None)` when the dims are the shape of the slice's
 /// output fact (no dim unknown, so merging with what the file declares kept them), to keep
 /// one copy of them, not two.
 pub(crate) type SliceMemo =
-    std::result::Result<Option<Vec<Dim>>, crate::passes::slice_node::DecodeError>;
+    std::result::Result<Option<Vec<Dim>>, slice_node::DecodeError>;
 
 static UNKNOWN: Fact = Fact {
     dtype: None,
@@ -579,7 +579,7 @@ mod tests {
             let mut nodes: Vec<_> = graph.g.node_indices().collect();
             nodes.reverse();
             for ix in nodes {
-                let Some(op) = crate::passes::slice_node::classify(
+                let Some(op) = slice_node::classify(
                     graph,
                     ix,
                     model.format(),

@@ -6,7 +6,7 @@ use petgraph::stable_graph::NodeIndex;
 
 use super::{Ctx, Fact, Facts, MAX_VALUE_ELEMENTS};
 use crate::ir::Graph;
-use crate::passes::slice_node::{self, DecodeError, SliceNode, SliceOp};
+use super::slice_node::{self, DecodeError, SliceNode, SliceOp};
 use crate::semantics::{self, Dim};
 
 /// Decodes the slice node `ix` with `facts` and resolves its output dims.
