@@ -68,30 +68,6 @@ const ALLOWED: &[(&str, &str)] = &[
         "passes/raise.rs",
         "\"StridedSlice\" outside shape/slice_node.rs",
     ),
-    (
-        "passes/slice_node.rs",
-        "\"Slice\" outside shape/slice_node.rs",
-    ),
-    (
-        "passes/slice_node.rs",
-        "\"StridedSlice\" outside shape/slice_node.rs",
-    ),
-    (
-        "shape/mod.rs",
-        "shape (floor 4) imports passes (floor 7): crate::passes::slice_node",
-    ),
-    (
-        "shape/mod.rs",
-        "shape (floor 4) imports passes (floor 7): crate::passes::slice_node::DecodeError",
-    ),
-    (
-        "shape/mod.rs",
-        "shape (floor 4) imports passes (floor 7): crate::passes::slice_node::classify",
-    ),
-    (
-        "shape/slice.rs",
-        "shape (floor 4) imports passes (floor 7): crate::passes::slice_node::",
-    ),
     ("summary.rs", "\"Slice\" outside shape/slice_node.rs"),
     ("summary.rs", "\"StridedSlice\" outside shape/slice_node.rs"),
 ];
