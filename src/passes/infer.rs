@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::ValueType;
 use crate::shape::slice_node::{self, DecodeError};
-use crate::pipeline::{Change, PassReport};
+use crate::report::{Change, PassReport};
 use crate::semantics;
 use crate::shape;
 
