@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use crate::error::Result;
 use crate::formats::Model;
+use crate::shape::Seeds;
 use petgraph::stable_graph::NodeIndex;
 
 pub use crate::report::{Change, PassKind, PassReport, Report};
@@ -112,11 +113,12 @@ impl Pipeline {
     /// Runs every pass in order on `model`, then in every subgraph body (see
     /// [`crate::passes::bodies`]).
     pub fn run(&self, model: &mut Model) -> Result<Report> {
-        self.run_at(model, 0)
+        self.run_at(model, 0, &Seeds::default())
     }
 
-    /// Runs every pass in order on `model`, a graph `depth` bodies deep, then in its bodies.
-    pub(crate) fn run_at(&self, model: &mut Model, depth: usize) -> Result<Report> {
+    /// Runs every pass in order on `model`, a graph `depth` bodies deep whose inputs `seeds`
+    /// says what is known of from outside, then in its bodies.
+    pub(crate) fn run_at(&self, model: &mut Model, depth: usize, seeds: &Seeds) -> Result<Report> {
         let mut report = Report::default();
         // The slices the last `infer` left open (see `infer::run_open`), while no other pass
         // has rewritten the graph since (`None`: not known, any slice may be open). Only an
@@ -126,7 +128,7 @@ impl Pipeline {
             let start = Instant::now();
             let mut pr = PassReport::new(pass, self.details);
             match pass {
-                PassKind::Infer => open = Some(crate::passes::infer::run_open(model, &mut pr)?),
+                PassKind::Infer => open = Some(crate::passes::infer::run_open(model, seeds, &mut pr)?),
                 PassKind::Fold => {
                     let folded = crate::passes::fold::run_listing(model, self.fold_limit, &mut pr)?;
                     // Folding can make slice parameters constant: infer again what it unlocked
@@ -136,7 +138,7 @@ impl Pipeline {
                         Some(open) => reaches_any(model.graph(), &folded, open),
                     };
                     if self.passes.contains(&PassKind::Infer) && unlocked {
-                        open = Some(crate::passes::infer::run_open(model, &mut pr)?);
+                        open = Some(crate::passes::infer::run_open(model, seeds, &mut pr)?);
                     }
                 }
                 PassKind::Cleanup => {
@@ -156,7 +158,7 @@ impl Pipeline {
             report.passes.push(pr);
         }
         if !self.passes.is_empty() {
-            crate::passes::bodies::run(self, model, &mut report, depth)?;
+            crate::passes::bodies::run(self, model, &mut report, depth, seeds)?;
         }
         Ok(report)
     }

@@ -337,7 +337,7 @@ fn ordered_propagation_equals_propagation_on_every_shipped_model() {
         let model = Model::load(path).expect("loads");
         let order = model.graph().topo_order().expect("acyclic");
         let eager = shape::propagate(&model).expect("propagates");
-        let ordered = shape::propagate_ordered(&model, &order);
+        let ordered = shape::propagate_ordered(&model, &order, &|_| None);
         let g = model.graph();
         for ix in g.g.node_indices() {
             assert_eq!(

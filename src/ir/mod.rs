@@ -384,11 +384,6 @@ pub struct Graph {
     /// StridedSlice that sliced nothing: `raise` turns these back into a StridedSlice in the
     /// same run. Not written to the file.
     pub lowered_shaping: std::collections::HashSet<NodeIndex>,
-    /// What is known about graph inputs from outside the graph (a subgraph body's inputs:
-    /// outer-scope values, loop-carried values, OpenVINO port-mapped inputs), by input node
-    /// (ONNX graph input, OpenVINO `Parameter`). Propagation combines them with what the graph
-    /// declares. Not written to the file.
-    pub seeds: FastMap<NodeIndex, crate::shape::Fact>,
     /// Edges unlinked lazily, removed all at once by [`Graph::flush_detached`].
     detached: Vec<EdgeIndex>,
     /// Nodes removed lazily (edges detached), removed by [`Graph::flush_detached`].

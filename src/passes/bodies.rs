@@ -5,7 +5,7 @@
 //! Each body becomes a model of its own (the body's record and IR, see
 //! [`crate::formats::onnx::subgraph`] and [`crate::formats::openvino::subgraph`]) on which the
 //! pipeline runs, after the passes ran on the enclosing graph. What is known from outside flows
-//! in as seeds of the body's inputs ([`crate::ir::Graph::seeds`]):
+//! in as seeds of the body's inputs ([`crate::shape::Seeds`]):
 //! - ONNX: every name the body reads from an enclosing scope gets that value's facts; a name
 //!   that is a constant there (an initializer or a `Constant`) is a constant in the body, so a
 //!   slice of it folds into a constant of the body; `Loop`/`Scan` formal inputs get what
@@ -46,13 +46,14 @@ pub(crate) fn run(
     model: &mut Model,
     report: &mut Report,
     depth: usize,
+    seeds: &shape::Seeds,
 ) -> Result<()> {
     if depth >= scope::MAX_DEPTH {
         return Ok(());
     }
     match model {
-        Model::Onnx(m) => onnx(pipeline, m, report, depth)?,
-        Model::OpenVino(m) => openvino(pipeline, m, report, depth)?,
+        Model::Onnx(m) => onnx(pipeline, m, report, depth, seeds)?,
+        Model::OpenVino(m) => openvino(pipeline, m, report, depth, seeds)?,
     }
     // A value only a rewritten body read (an outer constant whose slice folded) is dropped
     // by `cleanup` now.
@@ -73,13 +74,14 @@ pub(crate) fn run(
     Ok(())
 }
 
-/// The facts of `graph` (itself seeded when it is a body).
+/// The facts of `graph` (itself seeded by `seeds` when it is a body).
 fn outer_facts(
     graph: &crate::ir::Graph,
     format: crate::formats::Format,
     opset: i64,
+    seeds: &shape::Seeds,
 ) -> shape::Facts {
-    shape::propagate_seeded(graph, format, opset, &|ix| graph.seeds.get(&ix).cloned())
+    shape::propagate_seeded(graph, format, opset, &|ix| seeds.get(&ix).cloned())
         .unwrap_or_default()
 }
 
@@ -147,7 +149,13 @@ fn unreadable(report: &mut Report, prefix: &str, op: &str, why: String) {
     }
 }
 
-fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usize) -> Result<()> {
+fn onnx(
+    pipeline: &Pipeline,
+    m: &mut OnnxModel,
+    report: &mut Report,
+    depth: usize,
+    seeds: &shape::Seeds,
+) -> Result<()> {
     // Bodies record their changes whatever the enclosing run does: some are dropped below
     // before the counts are merged.
     let pipeline = &pipeline.clone().details(true);
@@ -171,7 +179,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
     }
     let opset = m.opset();
     let graph = &m.graph;
-    let facts = outer_facts(graph, crate::formats::Format::Onnx, opset);
+    let facts = outer_facts(graph, crate::formats::Format::Onnx, opset, seeds);
     let mut by_name: FastMap<&str, OutletId> = FastMap::default();
     for o in graph.g.node_indices() {
         for (port, v) in graph.node(o).outputs.iter().enumerate() {
@@ -200,13 +208,13 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
             };
             let body_prefix = format!("{prefix}{}/", body.attr);
             let (formal, carried) = scope::formal_seeds(node, opset, &inputs);
-            let (_, seeds) = scope::body_seeds(&body, opset, formal, &carried, |name| {
+            let (_, body_seeds) = scope::body_seeds(&body, opset, formal, &carried, |name| {
                 by_name.get(name).map(|&o| facts.get(o).clone())
             });
             let mut g = std::mem::take(&mut body.graph);
             // What flows in is also what the body's inputs declare, in memory only (a body's
             // inputs are written from its record): passes that read declared shapes see it.
-            for (&bix, f) in &seeds {
+            for (&bix, f) in &body_seeds {
                 let Some(v) = g.g.node_weight_mut(bix).and_then(|n| n.outputs.first_mut()) else {
                     continue;
                 };
@@ -220,7 +228,6 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
                         .map(|s| s.iter().map(|d| slice_node::from_dim(d, true)).collect());
                 }
             }
-            g.seeds = seeds;
             // Unnamed nodes are named by their path label while the passes run (the report
             // names them), and unnamed again before the body is written.
             let mut labelled = Vec::new();
@@ -271,7 +278,7 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
             let formal_inputs = body.formal_inputs;
             let mut bm = Model::Onnx(m.body_model(body.proto, g));
             let mut sub = pipeline
-                .run_at(&mut bm, depth + 1)
+                .run_at(&mut bm, depth + 1, &body_seeds)
                 .map_err(|e| with_path(e, &body_prefix))?;
             // An outer constant no longer read in the body stays where it is: not a change.
             for pr in &mut sub.passes {
@@ -308,7 +315,13 @@ fn onnx(pipeline: &Pipeline, m: &mut OnnxModel, report: &mut Report, depth: usiz
     Ok(())
 }
 
-fn openvino(pipeline: &Pipeline, m: &mut OvModel, report: &mut Report, depth: usize) -> Result<()> {
+fn openvino(
+    pipeline: &Pipeline,
+    m: &mut OvModel,
+    report: &mut Report,
+    depth: usize,
+    seeds: &shape::Seeds,
+) -> Result<()> {
     let holders: Vec<(NodeIndex, usize)> = m
         .graph
         .topo_order()
@@ -330,30 +343,31 @@ fn openvino(pipeline: &Pipeline, m: &mut OvModel, report: &mut Report, depth: us
     if holders.is_empty() {
         return Ok(());
     }
-    let facts = outer_facts(&m.graph, crate::formats::Format::OpenVino, 0);
+    let facts = outer_facts(&m.graph, crate::formats::Format::OpenVino, 0, seeds);
     let mut overrides = Vec::new();
     for (ix, i) in holders {
         let prefix = format!("{}/", scope::label(&m.graph, ix));
         let op = m.graph.node(ix).op_type.clone();
         for (name, body) in m.bodies(ix) {
             let body_prefix = format!("{prefix}{name}/");
-            let mut body = match body {
+            let body = match body {
                 Ok(b) => b,
                 Err(e) => {
                     unreadable(report, &body_prefix, &op, e.to_string());
                     continue;
                 }
             };
+            let mut body_seeds = shape::Seeds::default();
             for (input, id) in m.body_inputs(ix, &name) {
                 let (Some(o), Some(p)) = (m.graph.input(ix, input), body.node_of_layer_id(id))
                 else {
                     continue;
                 };
-                body.graph.seeds.insert(p, facts.get(o).clone());
+                body_seeds.insert(p, facts.get(o).clone());
             }
             let mut bm = Model::OpenVino(body);
             let sub = pipeline
-                .run_at(&mut bm, depth + 1)
+                .run_at(&mut bm, depth + 1, &body_seeds)
                 .map_err(|e| with_path(e, &body_prefix))?;
             merge(report, sub, &body_prefix);
             if let Model::OpenVino(b) = bm {

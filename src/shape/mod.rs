@@ -455,18 +455,28 @@ pub fn propagate(model: &Model) -> Result<Facts> {
         .graph()
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
-    Ok(propagate_ordered(model, &order))
+    Ok(propagate_ordered(model, &order, &|_| None))
 }
 
+/// What is known about graph inputs from outside the graph (a subgraph body's inputs:
+/// outer-scope values, loop-carried values, OpenVINO port-mapped inputs), by input node (ONNX
+/// graph input, OpenVINO `Parameter`). Propagation combines them with what the graph declares.
+/// The pipeline hands them to the run on a body ([`crate::pipeline::Pipeline::run`]).
+pub type Seeds = crate::ir::FastMap<NodeIndex, Fact>;
+
 /// [`propagate`] along `order`, a topological order of `model`'s graph
-/// ([`Graph::topo_order`]) the caller already has.
-pub fn propagate_ordered(model: &Model, order: &[NodeIndex]) -> Facts {
-    let graph = model.graph();
+/// ([`Graph::topo_order`]) the caller already has, with what `seed` knows about graph inputs
+/// from outside the graph (`&|_| None`: nothing; see [`Seeds`]).
+pub fn propagate_ordered(
+    model: &Model,
+    order: &[NodeIndex],
+    seed: &dyn Fn(NodeIndex) -> Option<Fact>,
+) -> Facts {
     propagate_in(
-        graph,
+        model.graph(),
         model.format(),
         model.onnx_opset(),
-        &|ix| graph.seeds.get(&ix).cloned(),
+        seed,
         order,
     )
 }
