@@ -21,6 +21,7 @@ pub mod pipeline;
 pub mod report;
 pub mod semantics;
 pub mod shape;
+pub mod subgraph;
 pub mod summary;
 #[cfg(feature = "verify")]
 pub mod verify;

@@ -111,7 +111,7 @@ impl Pipeline {
     }
 
     /// Runs every pass in order on `model`, then in every subgraph body (see
-    /// [`crate::passes::bodies`]).
+    /// [`crate::subgraph::run`]).
     pub fn run(&self, model: &mut Model) -> Result<Report> {
         self.run_at(model, 0, &Seeds::default())
     }
@@ -128,7 +128,9 @@ impl Pipeline {
             let start = Instant::now();
             let mut pr = PassReport::new(pass, self.details);
             match pass {
-                PassKind::Infer => open = Some(crate::passes::infer::run_open(model, seeds, &mut pr)?),
+                PassKind::Infer => {
+                    open = Some(crate::passes::infer::run_open(model, seeds, &mut pr)?)
+                }
                 PassKind::Fold => {
                     let folded = crate::passes::fold::run_listing(model, self.fold_limit, &mut pr)?;
                     // Folding can make slice parameters constant: infer again what it unlocked
@@ -158,7 +160,7 @@ impl Pipeline {
             report.passes.push(pr);
         }
         if !self.passes.is_empty() {
-            crate::passes::bodies::run(self, model, &mut report, depth, seeds)?;
+            crate::subgraph::run::run(self, model, &mut report, depth, seeds)?;
         }
         Ok(report)
     }

@@ -43,17 +43,11 @@ const FLOORS: &[&[&str]] = &[
 /// Known breaks: `(file under src/, the violation's `what`)`, to shrink to empty as the house
 /// moves land (issue 41).
 const ALLOWED: &[(&str, &str)] = &[
-    ("error.rs", "circle error -> ir -> shape -> error"),
-    ("formats/mod.rs", "circle formats -> ir -> shape -> formats"),
-    ("ir/mod.rs", "circle ir -> shape -> ir"),
+    // Until the pipeline owns the recursion into bodies (the next commit).
+    ("pipeline.rs", "circle pipeline -> subgraph -> pipeline"),
     (
-        "ir/mod.rs",
-        "ir (floor 1) imports shape (floor 4): crate::shape::Fact",
-    ),
-    ("passes/bodies.rs", "circle passes -> pipeline -> passes"),
-    (
-        "passes/bodies.rs",
-        "passes (floor 7) imports pipeline (floor 9): crate::pipeline::Pipeline",
+        "subgraph/run.rs",
+        "subgraph (floor 8) imports pipeline (floor 9): crate::pipeline::Pipeline",
     ),
     ("passes/lower.rs", "\"Slice\" outside shape/slice_node.rs"),
     (

@@ -8,10 +8,10 @@
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::ValueType;
-use crate::shape::slice_node::{self, DecodeError};
 use crate::report::{Change, PassReport};
 use crate::semantics;
 use crate::shape;
+use crate::shape::slice_node::{self, DecodeError};
 
 /// The inferred output type of one slice node (as the file will declare it, and as exact
 /// [`semantics::Dim`]s), or why there is none.

@@ -1,6 +1,5 @@
 //! Passes over the IR, one file each, plus the evaluator of constant tensors.
 
-pub mod bodies;
 pub mod cleanup;
 pub mod eval;
 pub mod fold;

@@ -28,7 +28,6 @@ mod gather;
 mod manip;
 mod matmul;
 mod reduce;
-pub mod scope;
 pub mod slice;
 pub mod slice_node;
 
@@ -123,8 +122,7 @@ pub(crate) type SliceDims = std::result::Result<Vec<Dim>, slice_node::DecodeErro
 /// [`SliceDims`] as propagation keeps it: `Ok(None)` when the dims are the shape of the slice's
 /// output fact (no dim unknown, so merging with what the file declares kept them), to keep
 /// one copy of them, not two.
-pub(crate) type SliceMemo =
-    std::result::Result<Option<Vec<Dim>>, slice_node::DecodeError>;
+pub(crate) type SliceMemo = std::result::Result<Option<Vec<Dim>>, slice_node::DecodeError>;
 
 static UNKNOWN: Fact = Fact {
     dtype: None,
@@ -589,12 +587,8 @@ mod tests {
             let mut nodes: Vec<_> = graph.g.node_indices().collect();
             nodes.reverse();
             for ix in nodes {
-                let Some(op) = slice_node::classify(
-                    graph,
-                    ix,
-                    model.format(),
-                    model.onnx_opset(),
-                ) else {
+                let Some(op) = slice_node::classify(graph, ix, model.format(), model.onnx_opset())
+                else {
                     assert!(facts.take_slice_dims(ix).is_none(), "{path:?}: not a slice");
                     continue;
                 };

@@ -4,9 +4,9 @@
 
 use petgraph::stable_graph::NodeIndex;
 
+use super::slice_node::{self, DecodeError, SliceNode, SliceOp};
 use super::{Ctx, Fact, Facts, MAX_VALUE_ELEMENTS};
 use crate::ir::Graph;
-use super::slice_node::{self, DecodeError, SliceNode, SliceOp};
 use crate::semantics::{self, Dim};
 
 /// Decodes the slice node `ix` with `facts` and resolves its output dims.

@@ -26,9 +26,9 @@ use crate::ir::{
     Wire,
 };
 
-pub use tensor::{tensor_from_proto, tensor_to_proto, ExternalFiles};
 /// Moved to [`crate::formats::fs`]; re-exported at their former path.
 pub use crate::formats::fs::{map_file, map_file_sparse, map_file_with_handle};
+pub use tensor::{tensor_from_proto, tensor_to_proto, ExternalFiles};
 
 /// The protobuf types generated from `proto/onnx.proto`.
 #[allow(clippy::all, missing_docs)]
@@ -1895,13 +1895,12 @@ fn external_copies(
         .into_iter()
         .map(|loc| {
             let src = tensor::resolve_location(&src_dir, &loc).map_err(|m| fmt_err(from, m))?;
-            let src =
-                crate::formats::fs::resolve_inside(&src, &src_dir, alt.as_deref()).map_err(|m| {
-                    Error::Refused {
-                        path: from.to_path_buf(),
-                        message: format!("external data '{loc}': {m}"),
-                    }
-                })?;
+            let src = crate::formats::fs::resolve_inside(&src, &src_dir, alt.as_deref()).map_err(
+                |m| Error::Refused {
+                    path: from.to_path_buf(),
+                    message: format!("external data '{loc}': {m}"),
+                },
+            )?;
             let dst = tensor::resolve_location(&dst_dir, &loc).map_err(|m| fmt_err(to, m))?;
             Ok((src, dst))
         })

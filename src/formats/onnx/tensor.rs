@@ -57,7 +57,8 @@ impl ExternalFiles {
         // directory, and a regular file (a FIFO would block the read forever).
         let path = crate::formats::fs::resolve_inside(&path, &self.dir, self.alt_dir.as_deref())
             .map_err(|m| format!("external data '{location}': {m}"))?;
-        let (b, file) = crate::formats::fs::map_file_with_handle(&path).map_err(|e| e.to_string())?;
+        let (b, file) =
+            crate::formats::fs::map_file_with_handle(&path).map_err(|e| e.to_string())?;
         self.paths.push(path);
         self.maps.insert(location.to_string(), b.clone());
         self.sources.push(super::write::Source {

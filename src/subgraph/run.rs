@@ -9,7 +9,7 @@
 //! - ONNX: every name the body reads from an enclosing scope gets that value's facts; a name
 //!   that is a constant there (an initializer or a `Constant`) is a constant in the body, so a
 //!   slice of it folds into a constant of the body; `Loop`/`Scan` formal inputs get what
-//!   [`crate::shape::scope`] derives (iteration number, condition, carried values whose dims
+//!   [`crate::subgraph::seeds`] derives (iteration number, condition, carried values whose dims
 //!   the body keeps, scan elements);
 //! - OpenVINO: each `Parameter` the port map feeds whole from an outer input (not sliced per
 //!   iteration, not carried through a back edge) gets that input's facts.
@@ -22,14 +22,15 @@
 use petgraph::stable_graph::NodeIndex;
 
 use crate::error::Result;
-use crate::formats::onnx::{proto::NodeProto, subgraph, OnnxModel};
+use crate::formats::onnx::{proto::NodeProto, subgraph as onnx_subgraph, OnnxModel};
 use crate::formats::openvino::OvModel;
 use crate::formats::Model;
 use crate::ir::{FastMap, NodeKind, Origin, OutletId, TensorData};
-use crate::shape::slice_node;
 use crate::pipeline::Pipeline;
 use crate::report::{Change, PassKind, Report};
-use crate::shape::{self, scope, Fact};
+use crate::shape::slice_node;
+use crate::shape::{self, Fact};
+use crate::subgraph::{scope, seeds};
 
 /// The largest constant of an enclosing graph (in bytes) that a body sees as a constant. A
 /// larger one stays a value read from outside: folding in a body copies what it computes into
@@ -81,8 +82,7 @@ fn outer_facts(
     opset: i64,
     seeds: &shape::Seeds,
 ) -> shape::Facts {
-    shape::propagate_seeded(graph, format, opset, &|ix| seeds.get(&ix).cloned())
-        .unwrap_or_default()
+    shape::propagate_seeded(graph, format, opset, &|ix| seeds.get(&ix).cloned()).unwrap_or_default()
 }
 
 /// Adds the body's report to the enclosing one, naming body nodes by their path.
@@ -198,7 +198,7 @@ fn onnx(
             .iter()
             .map(|o| o.map(|o| facts.get(o).clone()).unwrap_or_default())
             .collect();
-        for body in subgraph::node_bodies(&m.path, &np) {
+        for body in onnx_subgraph::node_bodies(&m.path, &np) {
             let mut body = match body {
                 Ok(b) => b,
                 Err(e) => {
@@ -207,8 +207,8 @@ fn onnx(
                 }
             };
             let body_prefix = format!("{prefix}{}/", body.attr);
-            let (formal, carried) = scope::formal_seeds(node, opset, &inputs);
-            let (_, body_seeds) = scope::body_seeds(&body, opset, formal, &carried, |name| {
+            let (formal, carried) = seeds::formal_seeds(node, opset, &inputs);
+            let (_, body_seeds) = seeds::body_seeds(&body, opset, formal, &carried, |name| {
                 by_name.get(name).map(|&o| facts.get(o).clone())
             });
             let mut g = std::mem::take(&mut body.graph);
