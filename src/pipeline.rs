@@ -159,10 +159,40 @@ impl Pipeline {
             pr.seconds = start.elapsed().as_secs_f64();
             report.passes.push(pr);
         }
-        if !self.passes.is_empty() {
-            crate::subgraph::run::run(self, model, &mut report, depth, seeds)?;
+        if !self.passes.is_empty() && depth < crate::subgraph::MAX_DEPTH {
+            self.run_bodies(model, &mut report, depth, seeds)?;
         }
         Ok(report)
+    }
+
+    /// Runs every pass in every body of `model` (a graph `depth` bodies deep, its inputs
+    /// seeded by `seeds`), recursively up to [`crate::subgraph::MAX_DEPTH`] levels, adding what
+    /// they did to `report` (one entry per pass, as the enclosing graph's run made): the
+    /// bodies are opened by [`crate::subgraph::run`], which writes the changed ones back.
+    fn run_bodies(
+        &self,
+        model: &mut Model,
+        report: &mut Report,
+        depth: usize,
+        seeds: &Seeds,
+    ) -> Result<()> {
+        use crate::subgraph::run;
+        let mut bodies = run::open(model, seeds);
+        let detailed;
+        let pipeline = if bodies.record_details() {
+            detailed = self.clone().details(true);
+            &detailed
+        } else {
+            self
+        };
+        while let Some(mut body) = bodies.next(report) {
+            let sub = pipeline
+                .run_at(&mut body.model, depth + 1, &body.seeds)
+                .map_err(|e| run::with_path(e, &body.prefix))?;
+            bodies.close(body, sub, report)?;
+        }
+        let written = bodies.finish();
+        run::write_back(model, written, report)
     }
 }
 
