@@ -620,7 +620,7 @@ fn lower_node(
         let ty = rewrite::ty_like(b.graph, sn.data, Some(slice_out.clone()));
         let node = b.op(
             name.map(Into::into),
-            "Slice",
+            slice_node::SLICE,
             if ir { "opset8" } else { "" },
             &inputs,
             Vec::new(),
@@ -629,7 +629,7 @@ fn lower_node(
         );
         cur = OutletId { node, port: 0 };
         last = Some(node);
-        parts.push("Slice");
+        parts.push(slice_node::SLICE);
     }
     let out_shape: Vec<DeclaredDim> = out_dims.iter().map(|(d, _)| d.clone()).collect();
     match &shaping {

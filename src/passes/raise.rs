@@ -717,7 +717,7 @@ fn build_strided(
         .collect();
     let node = b.op(
         Some(name.into()),
-        "StridedSlice",
+        slice_node::STRIDED_SLICE,
         if ir { "opset1" } else { TF_DOMAIN },
         &[Some(data), Some(bc), Some(ec), Some(sc)],
         attrs,

@@ -35,6 +35,14 @@ impl SliceOp {
     }
 }
 
+/// The op type of ONNX `Slice` and OpenVINO `Slice-8`, for a pass that builds one (`lower`)
+/// and for the op-count table.
+pub const SLICE: &str = "Slice";
+
+/// The op type of OpenVINO `StridedSlice-1` and of a TensorFlow-style `StridedSlice`, for a
+/// pass that builds one (`raise`) and for the op-count table.
+pub const STRIDED_SLICE: &str = "StridedSlice";
+
 /// What kind of slice `node` is, if it is one.
 pub fn classify(
     graph: &Graph,
