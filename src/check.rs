@@ -207,7 +207,7 @@ fn input_symbols(model: &Model) -> HashSet<String> {
 /// `value_info` and graph outputs; OpenVINO output port dims and the consumers' input dims).
 /// Slices inside ONNX `If`/`Loop`/`Scan` bodies are listed too, with their path
 /// (`If_3/then_branch/Slice_7`), inferred from what flows into the body
-/// ([`shape::scope`]).
+/// ([`crate::subgraph::scope`]).
 pub fn check(model: &Model) -> CheckReport {
     let free = input_symbols(model);
     let format = model.format();

@@ -5,9 +5,9 @@
 //! Each body becomes a model of its own (the body's record and IR, see
 //! [`crate::formats::onnx::subgraph`] and [`crate::formats::openvino::subgraph`]) on which the
 //! pipeline runs, after the passes ran on the enclosing graph. The pipeline drives the walk
-//! ([`crate::pipeline::Pipeline::run`]): [`open`] the bodies of a graph, run the passes on each
-//! [`Body`] that [`Bodies::next`] hands out and give back what they did ([`Bodies::close`]),
-//! then [`write_back`]. Nothing here calls the pipeline. What is known from outside flows
+//! ([`crate::pipeline::Pipeline::run`]): `open` the bodies of a graph, run the passes on each
+//! `Body` that `Bodies::next` hands out and give back what they did (`Bodies::close`), then
+//! `write_back`. Nothing here calls the pipeline. What is known from outside flows
 //! in as seeds of the body's inputs ([`crate::shape::Seeds`]):
 //! - ONNX: every name the body reads from an enclosing scope gets that value's facts; a name
 //!   that is a constant there (an initializer or a `Constant`) is a constant in the body, so a

@@ -1,6 +1,6 @@
 //! What is known about a body's inputs from outside it: the formal inputs of `Loop` and `Scan`
-//! from the node's own inputs ([`formal_seeds`]), refined for loop-carried values by propagating
-//! through the body until it keeps them ([`body_seeds`]), and the captured names from the
+//! from the node's own inputs (`formal_seeds`), refined for loop-carried values by propagating
+//! through the body until it keeps them (`body_seeds`), and the captured names from the
 //! enclosing scope.
 
 use petgraph::stable_graph::NodeIndex;
