@@ -19,6 +19,8 @@
 //! - [`pipeline`]: the passes in order, then in every body: what the command line and the
 //!   library drive.
 //! - [`check`] (declared versus inferred shapes, `info`) and `verify` (feature `verify`).
+//! - [`run`]: optimize one model file (load, passes, save, summary), the use case the command
+//!   line and the Python package share.
 
 pub mod check;
 pub mod error;
@@ -27,6 +29,7 @@ pub mod ir;
 pub mod passes;
 pub mod pipeline;
 pub mod report;
+pub mod run;
 pub mod semantics;
 pub mod shape;
 pub mod subgraph;
