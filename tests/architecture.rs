@@ -202,11 +202,10 @@ fn ident_char(c: char) -> bool {
 
 /// `'x'` or `'\n'` (a char literal), not a lifetime `'a`.
 fn is_char_literal(b: &[char], i: usize) -> bool {
-    match (b.get(i + 1), b.get(i + 2)) {
-        (Some('\\'), _) => true,
-        (Some(_), Some('\'')) => true,
-        _ => false,
-    }
+    matches!(
+        (b.get(i + 1), b.get(i + 2)),
+        (Some('\\'), _) | (Some(_), Some('\''))
+    )
 }
 
 /// Line ranges (1-based, inclusive) of items under `#[cfg(test)]` in blanked code.
