@@ -11,7 +11,7 @@
 //! All arithmetic is on `i128`: `INT64_MIN`/`INT64_MAX` bounds cannot overflow.
 
 use super::dim::Dim;
-use super::plan::{AxisPlan, Bound, SlicePlan};
+use super::plan::{AxisPlan, Bound, Provenance, SlicePlan};
 use super::SliceError;
 
 /// The clamping rule for reverse ranges (the one place the flavours differ after decoding).
@@ -403,12 +403,8 @@ pub fn range_dim_sym(
     r
 }
 
-/// Decodes a slice node from its begin and end values (`None`: not constant).
-pub type DecodeFn<'a> =
-    dyn Fn(&[Option<i64>], &[Option<i64>]) -> Result<SlicePlan, SliceError> + 'a;
-
 /// Symbolic begin/end values for the `Dynamic` bounds of a plan, one pair per plan entry (in
-/// plan order; `None`: keep the plan's bound). Build it with [`SymParams::locate`].
+/// plan order; `None`: keep the plan's bound). Build it with [`SymParams::from_provenance`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SymParams {
     /// Per plan entry: the begin (or shrink index) value.
@@ -418,74 +414,28 @@ pub struct SymParams {
 }
 
 impl SymParams {
-    /// Finds which plan entry each symbolic parameter element feeds, for any slice op, without
-    /// knowing its decoding rules: `decode(begin, end)` decodes the node with the given begin
-    /// (`starts`, `start`) and end (`ends`, `stop`) values (`None`: not constant). `begin` and
-    /// `end` hold the elements as dims (known values, expressions, unknowns).
-    ///
-    /// Each expression element is probed alone (set to a constant while the others stay as they
-    /// are); the entry whose bound turns from `Dynamic` into that index is the one it feeds.
-    /// Returns the plan decoded with the constant elements, and the symbolic values.
-    pub fn locate(
-        decode: &DecodeFn<'_>,
-        begin: &[Dim],
-        end: &[Dim],
-    ) -> Result<(SlicePlan, SymParams), SliceError> {
-        let base_b: Vec<Option<i64>> = begin.iter().map(Dim::as_known).collect();
-        let base_e: Vec<Option<i64>> = end.iter().map(Dim::as_known).collect();
-        let plan = decode(&base_b, &base_e)?;
-        let n = plan.axes.len();
-        let mut out = SymParams {
-            begin: vec![None; n],
-            end: vec![None; n],
+    /// The values of the begin and end lists (`begin`, `end`: their elements as dims, known
+    /// values, expressions or unknowns; empty when nothing is known) placed at the plan entries
+    /// that read them, as the decoder recorded in `provenance`. Only expressions are kept: a
+    /// known element is already in the plan, and an unknown one says nothing.
+    pub fn from_provenance(provenance: &Provenance, begin: &[Dim], end: &[Dim]) -> SymParams {
+        let place = |from: &[Option<usize>], values: &[Dim]| -> Vec<Option<Dim>> {
+            from.iter()
+                .map(|j| {
+                    let v = values.get((*j)?)?;
+                    (!v.is_known() && !v.is_unknown()).then(|| v.clone())
+                })
+                .collect()
         };
-        for (list, is_begin) in [(begin, true), (end, false)] {
-            for (j, v) in list.iter().enumerate() {
-                if v.is_known() || v.is_unknown() {
-                    continue;
-                }
-                let (mut b, mut e) = (base_b.clone(), base_e.clone());
-                if is_begin {
-                    b[j] = Some(0);
-                } else {
-                    e[j] = Some(0);
-                }
-                let Ok(probe) = decode(&b, &e) else { continue };
-                if probe.axes.len() != n {
-                    continue;
-                }
-                for (k, (p0, p1)) in plan.axes.iter().zip(&probe.axes).enumerate() {
-                    match (p0, p1) {
-                        (
-                            AxisPlan::Range {
-                                begin: b0, end: e0, ..
-                            },
-                            AxisPlan::Range {
-                                begin: b1, end: e1, ..
-                            },
-                        ) => {
-                            if *b0 == Bound::Dynamic && *b1 != Bound::Dynamic {
-                                out.begin[k] = Some(v.clone());
-                            }
-                            if *e0 == Bound::Dynamic && *e1 != Bound::Dynamic {
-                                out.end[k] = Some(v.clone());
-                            }
-                        }
-                        (
-                            AxisPlan::Shrink { index: None, .. },
-                            AxisPlan::Shrink { index: Some(_), .. },
-                        ) => out.begin[k] = Some(v.clone()),
-                        _ => {}
-                    }
-                }
-            }
+        SymParams {
+            begin: place(&provenance.begin, begin),
+            end: place(&provenance.end, end),
         }
-        Ok((plan, out))
     }
 }
 
 /// Output dims of a plan whose `Dynamic` begins/ends may be given as expressions (`params`, see
-/// [`SymParams::locate`]): exact for every value of the symbols. A shrink with a symbolic index
+/// [`SymParams::from_provenance`]): exact for every value of the symbols. A shrink with a symbolic index
 /// is not checked against the dim.
 pub fn resolve_dims_sym(
     plan: &SlicePlan,
@@ -541,8 +491,93 @@ pub fn resolve_dims(plan: &SlicePlan, dims: &[Dim], clamp: Clamp) -> Result<Vec<
 mod tests {
     use super::*;
     use crate::semantics::decode::TfMasks;
-    use crate::semantics::{onnx_slice, strided_slice, Flavour, StridedSliceSpec};
+    use crate::semantics::decode::{onnx_slice_with_provenance, strided_slice_with_provenance};
+    use crate::semantics::{onnx_slice, Flavour, StridedSliceSpec};
     use std::collections::HashMap;
+
+    /// Decodes a slice from its begin and end values (`None`: not constant).
+    type DecodeFn<'a> =
+        dyn Fn(&[Option<i64>], &[Option<i64>]) -> Result<(SlicePlan, Provenance), SliceError> + 'a;
+
+    /// The oracle for [`SymParams::from_provenance`]: finds which plan entry each symbolic
+    /// parameter element feeds without knowing the op's decoding rules. Each expression element
+    /// is probed alone (set to a constant while the others stay as they are); the entry whose
+    /// bound turns from `Dynamic` into that index is the one it feeds.
+    fn locate(
+        decode: &DecodeFn<'_>,
+        begin: &[Dim],
+        end: &[Dim],
+    ) -> Result<(SlicePlan, SymParams), SliceError> {
+        let base_b: Vec<Option<i64>> = begin.iter().map(Dim::as_known).collect();
+        let base_e: Vec<Option<i64>> = end.iter().map(Dim::as_known).collect();
+        let (plan, _) = decode(&base_b, &base_e)?;
+        let n = plan.axes.len();
+        let mut out = SymParams {
+            begin: vec![None; n],
+            end: vec![None; n],
+        };
+        for (list, is_begin) in [(begin, true), (end, false)] {
+            for (j, v) in list.iter().enumerate() {
+                if v.is_known() || v.is_unknown() {
+                    continue;
+                }
+                let (mut b, mut e) = (base_b.clone(), base_e.clone());
+                if is_begin {
+                    b[j] = Some(0);
+                } else {
+                    e[j] = Some(0);
+                }
+                let Ok((probe, _)) = decode(&b, &e) else {
+                    continue;
+                };
+                if probe.axes.len() != n {
+                    continue;
+                }
+                for (k, (p0, p1)) in plan.axes.iter().zip(&probe.axes).enumerate() {
+                    match (p0, p1) {
+                        (
+                            AxisPlan::Range {
+                                begin: b0, end: e0, ..
+                            },
+                            AxisPlan::Range {
+                                begin: b1, end: e1, ..
+                            },
+                        ) => {
+                            if *b0 == Bound::Dynamic && *b1 != Bound::Dynamic {
+                                out.begin[k] = Some(v.clone());
+                            }
+                            if *e0 == Bound::Dynamic && *e1 != Bound::Dynamic {
+                                out.end[k] = Some(v.clone());
+                            }
+                        }
+                        (
+                            AxisPlan::Shrink { index: None, .. },
+                            AxisPlan::Shrink { index: Some(_), .. },
+                        ) => out.begin[k] = Some(v.clone()),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok((plan, out))
+    }
+
+    /// The plan and the symbolic parameters of a slice, placed by the decoder's provenance, after
+    /// checking them against the oracle.
+    fn placed(
+        decode: &DecodeFn<'_>,
+        begin: &[Dim],
+        end: &[Dim],
+    ) -> Result<(SlicePlan, SymParams), SliceError> {
+        let base_b: Vec<Option<i64>> = begin.iter().map(Dim::as_known).collect();
+        let base_e: Vec<Option<i64>> = end.iter().map(Dim::as_known).collect();
+        let (plan, prov) = decode(&base_b, &base_e)?;
+        let params = SymParams::from_provenance(&prov, begin, end);
+        let (oracle_plan, oracle) = locate(decode, begin, end)?;
+        assert_eq!(plan, oracle_plan);
+        assert_eq!(params, oracle, "{plan} from {prov:?}");
+        Ok((plan, params))
+    }
 
     #[test]
     fn symbolic_begin_of_unknown_sign_is_exact() {
@@ -551,10 +586,9 @@ mod tests {
         let (q, k) = (Dim::symbol("q"), Dim::symbol("k"));
         for step in [1i64, 2, -1] {
             let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
-                onnx_slice(b, e, Some(&[0]), Some(&[Some(step)]), 1, 13)
+                onnx_slice_with_provenance(b, e, Some(&[0]), Some(&[Some(step)]), 1, 13)
             };
-            let (plan, params) =
-                SymParams::locate(&decode, &[k.sub(&q)], std::slice::from_ref(&k)).unwrap();
+            let (plan, params) = placed(&decode, &[k.sub(&q)], std::slice::from_ref(&k)).unwrap();
             let sym = resolve_dims_sym(&plan, &[Dim::known(32)], Clamp::Ov, &params).unwrap();
             assert!(!sym[0].is_unknown(), "{}", sym[0]);
             for qv in 0..40i64 {
@@ -634,9 +668,9 @@ mod tests {
             let mut spec = StridedSliceSpec::from_tf_bits(&[0, 0, 0], &[0, 0, 0], None, m);
             spec.begin = b.to_vec();
             spec.end = e.to_vec();
-            strided_slice(&spec, Flavour::Tf, 2)
+            strided_slice_with_provenance(&spec, Flavour::Tf, 2)
         };
-        let (plan, params) = SymParams::locate(
+        let (plan, params) = placed(
             &decode,
             &[Dim::known(0), Dim::known(0), n.clone()],
             &[Dim::known(0), Dim::known(0), Dim::known(0)],
@@ -653,6 +687,62 @@ mod tests {
         assert_eq!(shown[..2], ["3".to_string(), "1".to_string()]);
         let b: HashMap<String, i64> = [("n".into(), 2), ("T".into(), 7)].into();
         assert_eq!(out[2].eval(&b), Some(5), "{}", out[2]);
+    }
+
+    #[test]
+    fn provenance_places_parameters_where_probing_finds_them() {
+        // Every combination of the five TensorFlow masks over three entries (and OpenVINO mask
+        // lists of the same bits), on ranks 1 to 4, begin/end elements a mix of expressions,
+        // constants and unknowns: the decoder's provenance places each expression on the entry
+        // the probing oracle finds. Combinations the decoder refuses are skipped.
+        let x = |i: usize| Dim::symbol(&format!("x{i}"));
+        let lists: [Vec<Dim>; 3] = [
+            (0..3).map(x).collect(),
+            vec![x(0), Dim::known(2), Dim::unknown()],
+            vec![Dim::known(-1), Dim::unknown(), x(2).neg()],
+        ];
+        let mut checked = 0;
+        for bits in 0u32..1 << 15 {
+            let m = |k: u32| i64::from((bits >> (3 * k)) & 7);
+            let masks = TfMasks {
+                begin: m(0),
+                end: m(1),
+                ellipsis: m(2),
+                new_axis: m(3),
+                shrink: m(4),
+            };
+            // A sample of the combinations (all would take long in a debug build).
+            if bits % 7 != 0 {
+                continue;
+            }
+            for rank in 1..=4 {
+                for flavour in [Flavour::Tf, Flavour::Ov] {
+                    for (begin, end) in [(&lists[0], &lists[1]), (&lists[2], &lists[0])] {
+                        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+                            let mut spec =
+                                StridedSliceSpec::from_tf_bits(&[0; 3], &[0; 3], None, masks);
+                            spec.begin = b.to_vec();
+                            spec.end = e.to_vec();
+                            strided_slice_with_provenance(&spec, flavour, rank)
+                        };
+                        if placed(&decode, begin, end).is_ok() {
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 5000, "{checked}");
+        // ONNX Slice: listed axes in any order, negative ones included.
+        for axes in [&[0i64, 1, 2][..], &[2, 0, 1], &[-1, 0, -2], &[1, 2, 0]] {
+            for rank in 3..=4 {
+                let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+                    onnx_slice_with_provenance(b, e, Some(axes), None, rank, 13)
+                };
+                placed(&decode, &lists[0], &lists[2]).unwrap();
+                placed(&decode, &lists[1], &lists[0]).unwrap();
+            }
+        }
     }
 
     #[test]
