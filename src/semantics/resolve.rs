@@ -264,6 +264,10 @@ fn norm_clamp(v: &Dim, d: &Dim, lo: &Dim, hi: &Dim) -> Dim {
         _ => {
             let a = clamp_dim(v, lo, hi);
             let b = clamp_dim(&v.add(d), lo, hi);
+            // Both readings agree whatever the sign (`v = -d`: 0 either way): no selector.
+            if a.provably_equal(&b) {
+                return a;
+            }
             // Both lie in [lo, hi] ⊂ [-1, d]: m = d.hi + 2 > every value, and m*|v| >= m for v != 0.
             let m = match d.bounds().1.and_then(|h| h.checked_add(2)) {
                 Some(m) => m,
@@ -743,6 +747,34 @@ mod tests {
                 placed(&decode, &lists[1], &lists[0]).unwrap();
             }
         }
+    }
+
+    #[test]
+    fn negative_begins_and_ends_from_a_shape_are_exact() {
+        // Issue 42, pattern B, by the ONNX Slice spec (positive step: starts and ends below 0
+        // get the dim added, then clamp to [0, dim]; negative step: starts clamp to
+        // [0, dim - 1], ends to [-1, dim - 1]).
+        let seq = Dim::symbol("seq");
+        let dims = [Dim::symbol("b"), Dim::known(4), seq.clone(), Dim::known(16)];
+        // x[:, :, -seq:, :]: start -seq + seq = 0 for seq > 0, and 0 (clamped) for seq = 0;
+        // end INT64_MAX clamps to seq: exactly seq.
+        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+            onnx_slice_with_provenance(b, e, Some(&[2]), None, 4, 13)
+        };
+        let (plan, params) = placed(&decode, &[seq.neg()], &[Dim::known(i64::MAX)]).unwrap();
+        let out = resolve_dims_sym(&plan, &dims, Clamp::Ov, &params).unwrap();
+        assert_eq!(out, dims, "{}", out[2]);
+        // x[::-1] as exporters write it, x[-1 : -(N + 1) : -1] with N = Shape(x)[0]: start
+        // -1 + N = N - 1, end -(N + 1) + N = -1 (clamped to [-1, N - 1]): N elements. For N = 0
+        // both are -1 after clamping (start's [0, -1] is empty): 0 = N.
+        let n = Dim::symbol("N");
+        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+            onnx_slice_with_provenance(b, e, Some(&[0]), Some(&[Some(-1)]), 1, 13)
+        };
+        let end = n.add_const(1).neg();
+        let (plan, params) = placed(&decode, &[Dim::known(-1)], &[end]).unwrap();
+        let out = resolve_dims_sym(&plan, std::slice::from_ref(&n), Clamp::Ov, &params).unwrap();
+        assert_eq!(out, [n], "{}", out[0]);
     }
 
     #[test]
