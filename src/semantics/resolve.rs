@@ -303,6 +303,12 @@ fn is_stop(e: &SymBound) -> bool {
     }
 }
 
+/// An unknown output dim within `[lo, hi]`: at least 0, and an upper bound of `i64::MAX` says
+/// nothing (every dim is at most that).
+fn output_bounds(lo: Option<i64>, hi: Option<i64>) -> Dim {
+    Dim::unknown_bounded(lo.unwrap_or(0).max(0), hi.filter(|&h| h < i64::MAX))
+}
+
 /// Output dim of a range on `d` (a value, an expression or an unknown with bounds) with begin and
 /// end that may be expressions: the tightest the inputs allow, exact for every value of the
 /// symbols. An unknown `d` is treated as a fresh symbol with its bounds, and the result is the
@@ -320,7 +326,7 @@ pub fn range_dim_sym(
         let fresh = Dim::symbol_bounded("\u{0}d", lo.unwrap_or(0), hi);
         let r = range_dim_sym(&fresh, begin, end, step, clamp);
         let (rlo, rhi) = r.bounds();
-        return Dim::unknown_bounded(rlo.unwrap_or(0).max(0), rhi);
+        return output_bounds(rlo, rhi);
     }
     // The whole axis with step 1 (every axis a Slice does not name, `x[:]`, `x[0:INT64_MAX]`):
     // `d` itself, with no expression algebra (which would rebuild `max(d - 0, 0)` and simplify
@@ -402,7 +408,12 @@ pub fn range_dim_sym(
     if r.is_unknown() {
         // Lost in the algebra (overflow, size): the bounds are still right.
         let (lo, hi) = r.bounds();
-        return Dim::unknown_bounded(lo.unwrap_or(0).max(0), hi.or(d.bounds().1));
+        // A range never selects more than the dim has.
+        let hi = match (hi, d.bounds().1) {
+            (Some(h), Some(dh)) => Some(h.min(dh)),
+            (h, dh) => h.or(dh),
+        };
+        return output_bounds(lo, hi);
     }
     r
 }
@@ -420,14 +431,15 @@ pub struct SymParams {
 impl SymParams {
     /// The values of the begin and end lists (`begin`, `end`: their elements as dims, known
     /// values, expressions or unknowns; empty when nothing is known) placed at the plan entries
-    /// that read them, as the decoder recorded in `provenance`. Only expressions are kept: a
-    /// known element is already in the plan, and an unknown one says nothing.
+    /// that read them, as the decoder recorded in `provenance`. Kept: expressions and unknowns
+    /// (with their bounds: a value computed from an interval dim, or a plain unknown, `>= 0`);
+    /// a known element is already in the plan.
     pub fn from_provenance(provenance: &Provenance, begin: &[Dim], end: &[Dim]) -> SymParams {
         let place = |from: &[Option<usize>], values: &[Dim]| -> Vec<Option<Dim>> {
             from.iter()
                 .map(|j| {
                     let v = values.get((*j)?)?;
-                    (!v.is_known() && !v.is_unknown()).then(|| v.clone())
+                    says_more(v).then(|| v.clone())
                 })
                 .collect()
         };
@@ -436,6 +448,13 @@ impl SymParams {
             end: place(&provenance.end, end),
         }
     }
+}
+
+/// True when a parameter element says more than the plan's `Dynamic` (whose value may be any
+/// integer) without being in the plan already: an expression, or an unknown value, whose bounds
+/// say something (a plain unknown is `>= 0`: a value computed from a dim).
+fn says_more(v: &Dim) -> bool {
+    !v.is_known()
 }
 
 /// Output dims of a plan whose `Dynamic` begins/ends may be given as expressions (`params`, see
@@ -522,7 +541,7 @@ mod tests {
         };
         for (list, is_begin) in [(begin, true), (end, false)] {
             for (j, v) in list.iter().enumerate() {
-                if v.is_known() || v.is_unknown() {
+                if !says_more(v) {
                     continue;
                 }
                 let (mut b, mut e) = (base_b.clone(), base_e.clone());
@@ -703,7 +722,11 @@ mod tests {
         let lists: [Vec<Dim>; 3] = [
             (0..3).map(x).collect(),
             vec![x(0), Dim::known(2), Dim::unknown()],
-            vec![Dim::known(-1), Dim::unknown(), x(2).neg()],
+            vec![
+                Dim::known(-1),
+                Dim::unknown_bounded(-4, Some(9)),
+                x(2).neg(),
+            ],
         ];
         let mut checked = 0;
         for bits in 0u32..1 << 15 {
@@ -775,6 +798,34 @@ mod tests {
         let (plan, params) = placed(&decode, &[Dim::known(-1)], &[end]).unwrap();
         let out = resolve_dims_sym(&plan, std::slice::from_ref(&n), Clamp::Ov, &params).unwrap();
         assert_eq!(out, [n], "{}", out[0]);
+    }
+
+    #[test]
+    fn unknown_begins_and_ends_keep_what_their_bounds_say() {
+        // A value element computed from an unknown dim is unknown but `>= 0`. OpenVINO Slice-8
+        // x[:, ?:1000000000] on `?`: at most 1e9 - 0 elements (tf2onnx's `x[:, T // 2:]`).
+        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+            crate::semantics::decode::ov_slice8_with_provenance(b, e, None, None, 2)
+        };
+        let (plan, params) = placed(
+            &decode,
+            &[Dim::known(0), Dim::unknown()],
+            &[Dim::known(1_000_000_000), Dim::known(1_000_000_000)],
+        )
+        .unwrap();
+        let dims = [Dim::unknown(), Dim::unknown()];
+        let out = resolve_dims_sym(&plan, &dims, Clamp::Ov, &params).unwrap();
+        assert_eq!(out[1].to_string(), "0..1000000000");
+        // x[:, :?] on `?` (the end unknown and >= 0): nothing bounds it; no vacuous
+        // `0..9223372036854775807` either.
+        let (plan, params) = placed(
+            &decode,
+            &[Dim::known(0), Dim::known(0)],
+            &[Dim::known(i64::MAX), Dim::unknown()],
+        )
+        .unwrap();
+        let out = resolve_dims_sym(&plan, &dims, Clamp::Ov, &params).unwrap();
+        assert_eq!(out[1], Dim::unknown(), "{}", out[1]);
     }
 
     #[test]
