@@ -1,0 +1,491 @@
+"""Issue 42: the export corpus in tests/data/exports/, as a user's exporters write it.
+
+Tiny random-weight models (configs only, never a hub download) exported the way people export them:
+- PyTorch (`torch` part): gpt2, llama, qwen2, phi, gemma (with and without past key values), bert,
+  distilbert, vit (dynamic image size through `interpolate_pos_encoding`), resnet, t5 (encoder,
+  decoder without and with past), whisper (encoder, decoder with past), each through
+  `torch.onnx.export` TorchScript (dynamo=False, opsets 13-17, one per architecture) and dynamo
+  (opset 18), with dynamic batch / sequence / past / image axes; and their OpenVINO IR through
+  `openvino.convert_model` of the PyTorch module (PyTorch front end) and of the TorchScript ONNX file
+  (ONNX front end), written by `ov.save_model` (f32);
+- TensorFlow (`tf` part): Keras / tf.function models through tf2onnx (opset 13 and 17) covering
+  the slicing patterns of issue 42 (pattern I): a position table sliced to the input's length and
+  added back, `x[:, :n]` with a runtime `n` (tf2onnx's `size == -1 ? INT_MAX : size`), `tf.range`
+  over a float-cast length, a Keras GRU (ONNX Loop), `tf.tensordot` (reshape to [-1, C] and back),
+  a Keras LSTM (ONNX LSTM), an end computed through a float `Max` chain; and their IR through the
+  ONNX front end.
+`manifest.torch.json` and `manifest.tf.json` record, per file, the inputs (dims over named sizes; `past+seq` for a mask) and
+three or more size assignments for `tools/exports_check.py`. A file over 1 MB is not written.
+
+Pinned versions (the generator only; CI needs none of them):
+  torch part (one venv):  torch==2.15.0 transformers==5.24.0 onnxscript==0.7.2 onnx==1.23.2
+                          onnxruntime==1.32.0 openvino==2026.4.1 numpy==2.4.6
+  tf part (another venv): tensorflow-cpu==2.21.0 tf2onnx==1.17.0 onnx==1.23.2 onnxruntime==1.32.0
+                          openvino==2026.4.1 numpy==2.4.6
+(torch and tf2onnx want different protobuf / numpy ranges, hence two venvs.)
+
+  python3 -m venv /tmp/venv-exports && /tmp/venv-exports/bin/pip install torch==2.15.0 \
+      transformers==5.24.0 onnxscript==0.7.2 onnx==1.23.2 onnxruntime==1.32.0 openvino==2026.4.1
+  python3 -m venv /tmp/venv-tf && /tmp/venv-tf/bin/pip install tensorflow-cpu==2.21.0 \
+      tf2onnx==1.17.0 onnx==1.23.2 onnxruntime==1.32.0 openvino==2026.4.1
+  /tmp/venv-exports/bin/python tools/gen_exports.py torch [--only NAME]
+  /tmp/venv-tf/bin/python tools/gen_exports.py tf [--only NAME]
+Each part writes its own manifest (`manifest.PART.json`); `--only` keeps the part's other entries.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import traceback
+
+MAX_BYTES = 1 << 20
+OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "data", "exports")
+
+# Size assignments: distinct symbols differ in at least one assignment (a silent merge of two
+# symbols is then wrong somewhere); a mask is past + seq long.
+LM_SIZES = [{"batch": 2, "seq": 5, "past": 3}, {"batch": 1, "seq": 1, "past": 6}, {"batch": 3, "seq": 4, "past": 2}]
+SEQ_SIZES = [{"batch": 2, "seq": 5}, {"batch": 1, "seq": 9}, {"batch": 3, "seq": 3}]
+IMG_SIZES = [{"batch": 2, "height": 32, "width": 40}, {"batch": 1, "height": 24, "width": 56},
+             {"batch": 3, "height": 48, "width": 24}]
+ENC_SIZES = [{"batch": 2, "seq": 4, "enc": 6, "past": 3}, {"batch": 1, "seq": 1, "enc": 3, "past": 7},
+             {"batch": 3, "seq": 2, "enc": 9, "past": 1}]
+
+
+def load_manifest(part):
+    p = os.path.join(OUT, f"manifest.{part}.json")
+    if os.path.exists(p):
+        with open(p) as f:
+            return json.load(f)
+    return {"models": {}}
+
+
+def save_manifest(man):
+    man["models"] = dict(sorted(man["models"].items()))
+    with open(os.path.join(OUT, f"manifest.{man['part']}.json"), "w") as f:
+        json.dump(man, f, indent=1)
+        f.write("\n")
+
+
+def small_enough(paths):
+    size = sum(os.path.getsize(p) for p in paths if os.path.exists(p))
+    if size > MAX_BYTES:
+        for p in paths:
+            if os.path.exists(p):
+                os.remove(p)
+        print(f"  skipped (too large: {size} bytes): {', '.join(os.path.basename(p) for p in paths)}")
+        return False
+    return True
+
+
+def ir_from_onnx(onnx_file, man, spec, tag="onnx"):
+    """`onnx_file`'s IR through OpenVINO's ONNX front end, as NAME.xml/.bin next to it."""
+    import openvino as ov
+
+    stem = onnx_file[: -len(".onnx")]
+    xml = f"{stem}.{tag}.xml"
+    try:
+        m = ov.convert_model(os.path.join(OUT, onnx_file))
+        ov.save_model(m, os.path.join(OUT, xml), compress_to_fp16=False)
+    except Exception as e:  # noqa: BLE001
+        print(f"  IR of {onnx_file} (ONNX front end) failed: {str(e).splitlines()[0][:200]}")
+        return
+    if small_enough([os.path.join(OUT, xml), os.path.join(OUT, xml[:-4] + ".bin")]):
+        man["models"][xml] = dict(spec, exporter=spec["exporter"] + "+ov-onnx-fe")
+        print(f"  wrote {xml}")
+
+
+# ---------------------------------------------------------------- PyTorch
+
+
+def torch_part(args, man):
+    import numpy as np
+    import openvino as ov
+    import torch
+    import transformers as tr
+
+    torch.manual_seed(0)
+
+    def inputs_for(spec, sizes, dtype_map):
+        """Example tensors at one assignment (torch), in spec order."""
+        out = []
+        env = dict(sizes)
+        for name, inp in spec["inputs"].items():
+            shape = [d if isinstance(d, int) else int(eval(d, {}, env)) for d in inp["shape"]]  # noqa: S307
+            if inp["fill"] == "ids":
+                out.append(torch.randint(0, inp["high"], shape, dtype=torch.int64))
+            elif inp["fill"] == "ones":
+                out.append(torch.ones(shape, dtype=torch.int64))
+            else:
+                out.append(torch.randn(shape, dtype=torch.float32))
+        return out
+
+    class LM(torch.nn.Module):
+        """Decoder-only LM; `past`: flat (k0, v0, k1, v1, ...) through a DynamicCache."""
+
+        def __init__(self, model, n_layer, with_past):
+            super().__init__()
+            self.m, self.n, self.with_past = model, n_layer, with_past
+
+        def forward(self, input_ids, attention_mask, *past):
+            if not self.with_past:
+                return self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
+            cache = tr.DynamicCache(config=self.m.config)
+            for i in range(self.n):
+                cache.update(past[2 * i], past[2 * i + 1], i)
+            o = self.m(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True)
+            flat = []
+            for layer in o.past_key_values.layers:
+                flat += [layer.keys, layer.values]
+            return (o.logits, *flat)
+
+    class Seq2SeqDecoder(torch.nn.Module):
+        """T5 / Whisper decoder with the encoder's output as input; optional self/cross past."""
+
+        def __init__(self, model, n_layer, with_past, kind):
+            super().__init__()
+            self.m, self.n, self.with_past, self.kind = model, n_layer, with_past, kind
+
+        def forward(self, decoder_input_ids, encoder_hidden_states, *past):
+            cache = None
+            if self.with_past:
+                self_c, cross_c = tr.DynamicCache(config=self.m.config), tr.DynamicCache(config=self.m.config)
+                for i in range(self.n):
+                    self_c.update(past[4 * i], past[4 * i + 1], i)
+                    cross_c.update(past[4 * i + 2], past[4 * i + 3], i)
+                cache = tr.EncoderDecoderCache(self_c, cross_c)
+            dec = self.m.get_decoder() if self.kind == "whisper" else self.m.decoder
+            o = dec(input_ids=decoder_input_ids, encoder_hidden_states=encoder_hidden_states,
+                    past_key_values=cache, use_cache=self.with_past)
+            h = o.last_hidden_state
+            logits = self.m.proj_out(h) if self.kind == "whisper" else self.m.lm_head(h)
+            if not self.with_past:
+                return logits
+            flat = []
+            for i in range(self.n):
+                sl, cl = o.past_key_values.self_attention_cache.layers[i], o.past_key_values.cross_attention_cache.layers[i]
+                flat += [sl.keys, sl.values]
+            return (logits, *flat)
+
+    class Call(torch.nn.Module):
+        """`fn(*inputs)` over `mod` (registered, so that tracing sees its weights as parameters)."""
+
+        def __init__(self, mod, fn):
+            super().__init__()
+            self.mod, self.fn = mod, fn
+
+        def forward(self, *a):
+            return self.fn(*a)
+
+    def lm_cfgs():
+        common = dict(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                      num_attention_heads=2, max_position_embeddings=64, attn_implementation="eager")
+        return {
+            "gpt2": (tr.GPT2LMHeadModel, tr.GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=32, n_positions=64,
+                                                       bos_token_id=0, eos_token_id=0, attn_implementation="eager"), 2, 8),
+            "llama": (tr.LlamaForCausalLM, tr.LlamaConfig(num_key_value_heads=1, **common), 1, 8),
+            "qwen2": (tr.Qwen2ForCausalLM, tr.Qwen2Config(num_key_value_heads=1, **common), 1, 8),
+            "phi": (tr.PhiForCausalLM, tr.PhiConfig(partial_rotary_factor=0.5, **common), 2, 8),
+            "gemma": (tr.GemmaForCausalLM, tr.GemmaConfig(num_key_value_heads=1, head_dim=8, **common), 1, 8),
+        }
+
+    opsets = {"gpt2": 13, "llama": 14, "qwen2": 15, "phi": 16, "gemma": 17, "bert": 13, "distilbert": 14,
+              "vit": 15, "resnet": 16, "t5": 17, "whisper": 14}
+
+    jobs = []  # (name, module, spec)
+    for arch, (cls, cfg, kvh, hd) in lm_cfgs().items():
+        model = cls(cfg).eval()
+        for with_past in (False, True):
+            inputs = {"input_ids": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ids", "high": 32},
+                      "attention_mask": {"dtype": "int64", "shape": ["batch", "past+seq" if with_past else "seq"],
+                                         "fill": "ones"}}
+            if with_past:
+                for i in range(2):
+                    for kv in ("key", "value"):
+                        inputs[f"past.{i}.{kv}"] = {"dtype": "float32", "shape": ["batch", kvh, "past", hd], "fill": "normal"}
+            spec = {"arch": arch, "inputs": inputs, "sizes": LM_SIZES if with_past else SEQ_SIZES,
+                    "names": {"attention_mask": {1: "total" if with_past else "seq"}}}
+            jobs.append((f"{arch}_{'past' if with_past else 'nopast'}", LM(model, 2, with_past), spec))
+
+    bert = tr.BertModel(tr.BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                      intermediate_size=32, max_position_embeddings=64, attn_implementation="eager")).eval()
+    jobs.append(("bert", Call(bert, lambda ids, mask, tt: bert(input_ids=ids, attention_mask=mask, token_type_ids=tt).last_hidden_state),
+                 {"arch": "bert", "sizes": SEQ_SIZES, "inputs": {
+                     "input_ids": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ids", "high": 32},
+                     "attention_mask": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ones"},
+                     "token_type_ids": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ids", "high": 2}}}))
+    dbert = tr.DistilBertModel(tr.DistilBertConfig(vocab_size=32, dim=16, n_layers=2, n_heads=2, hidden_dim=32,
+                                                   max_position_embeddings=64, attn_implementation="eager")).eval()
+    jobs.append(("distilbert", Call(dbert, lambda ids, mask: dbert(input_ids=ids, attention_mask=mask).last_hidden_state),
+                 {"arch": "distilbert", "sizes": SEQ_SIZES, "inputs": {
+                     "input_ids": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ids", "high": 32},
+                     "attention_mask": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ones"}}}))
+    vit = tr.ViTModel(tr.ViTConfig(image_size=32, patch_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                                   intermediate_size=32, attn_implementation="eager")).eval()
+    jobs.append(("vit", Call(vit, lambda px: vit(pixel_values=px, interpolate_pos_encoding=True).last_hidden_state),
+                 {"arch": "vit", "sizes": IMG_SIZES, "inputs": {
+                     "pixel_values": {"dtype": "float32", "shape": ["batch", 3, "height", "width"], "fill": "normal"}}}))
+    resnet = tr.ResNetModel(tr.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16], depths=[1, 1], layer_type="basic")).eval()
+    jobs.append(("resnet", Call(resnet, lambda px: resnet(pixel_values=px).last_hidden_state),
+                 {"arch": "resnet", "sizes": IMG_SIZES, "inputs": {
+                     "pixel_values": {"dtype": "float32", "shape": ["batch", 3, "height", "width"], "fill": "normal"}}}))
+    t5 = tr.T5ForConditionalGeneration(tr.T5Config(vocab_size=32, d_model=16, d_kv=8, d_ff=32, num_layers=2,
+                                                   num_decoder_layers=2, num_heads=2, relative_attention_num_buckets=8,
+                                                   decoder_start_token_id=0, attn_implementation="eager")).eval()
+    jobs.append(("t5_encoder", Call(t5.encoder, lambda ids, mask: t5.encoder(input_ids=ids, attention_mask=mask).last_hidden_state),
+                 {"arch": "t5", "sizes": SEQ_SIZES, "inputs": {
+                     "input_ids": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ids", "high": 32},
+                     "attention_mask": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ones"}}}))
+    for with_past in (False, True):
+        inputs = {"decoder_input_ids": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ids", "high": 32},
+                  "encoder_hidden_states": {"dtype": "float32", "shape": ["batch", "enc", 16], "fill": "normal"}}
+        if with_past:
+            for i in range(2):
+                inputs[f"past.{i}.decoder.key"] = {"dtype": "float32", "shape": ["batch", 2, "past", 8], "fill": "normal"}
+                inputs[f"past.{i}.decoder.value"] = {"dtype": "float32", "shape": ["batch", 2, "past", 8], "fill": "normal"}
+                inputs[f"past.{i}.encoder.key"] = {"dtype": "float32", "shape": ["batch", 2, "enc", 8], "fill": "normal"}
+                inputs[f"past.{i}.encoder.value"] = {"dtype": "float32", "shape": ["batch", 2, "enc", 8], "fill": "normal"}
+        jobs.append((f"t5_decoder_{'past' if with_past else 'nopast'}", Seq2SeqDecoder(t5, 2, with_past, "t5"),
+                     {"arch": "t5", "sizes": ENC_SIZES, "inputs": inputs}))
+    wcfg = tr.WhisperConfig(vocab_size=32, d_model=16, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+                            decoder_attention_heads=2, encoder_ffn_dim=32, decoder_ffn_dim=32, num_mel_bins=16,
+                            max_source_positions=16, max_target_positions=32, pad_token_id=0, bos_token_id=0,
+                            eos_token_id=0, decoder_start_token_id=0, attn_implementation="eager")
+    whisper = tr.WhisperForConditionalGeneration(wcfg).eval()
+    jobs.append(("whisper_encoder", Call(whisper.get_encoder(), lambda f: whisper.get_encoder()(input_features=f).last_hidden_state),
+                 {"arch": "whisper", "sizes": [{"batch": 2}, {"batch": 1}, {"batch": 3}], "inputs": {
+                     "input_features": {"dtype": "float32", "shape": ["batch", 16, 32], "fill": "normal"}}}))
+    winputs = {"decoder_input_ids": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ids", "high": 32},
+               "encoder_hidden_states": {"dtype": "float32", "shape": ["batch", 16, 16], "fill": "normal"}}
+    for kv in ("decoder.key", "decoder.value", "encoder.key", "encoder.value"):
+        winputs[f"past.0.{kv}"] = {"dtype": "float32", "shape": ["batch", 2, "past" if kv.startswith("decoder") else 16, 8],
+                                   "fill": "normal"}
+    jobs.append(("whisper_decoder_past", Seq2SeqDecoder(whisper, 1, True, "whisper"),
+                 {"arch": "whisper", "sizes": LM_SIZES, "inputs": winputs}))
+
+    for name, module, spec in jobs:
+        if args.only and args.only not in name:
+            continue
+        arch = spec["arch"]
+        print(f"{name}")
+        module.eval()
+        names = list(spec["inputs"])
+        example = inputs_for(spec, spec["sizes"][0], None)
+        renames = spec.pop("names", {})
+
+        def axis_name(iname, k, d):
+            return renames.get(iname, {}).get(k, d)
+
+        dyn_axes = {n: {k: axis_name(n, k, d) for k, d in enumerate(inp["shape"]) if isinstance(d, str)}
+                    for n, inp in spec["inputs"].items()}
+        base = {k: v for k, v in spec.items()}
+        base["source"] = "pytorch"
+        with torch.no_grad():
+            try:
+                module(*example)
+            except Exception as e:  # noqa: BLE001
+                print(f"  the module does not run: {e}")
+                traceback.print_exc()
+                continue
+            # TorchScript
+            ts = f"{name}.ts{opsets[arch]}.onnx"
+            try:
+                torch.onnx.export(module, tuple(example), os.path.join(OUT, ts), dynamo=False, opset_version=opsets[arch],
+                                  input_names=names, dynamic_axes=dyn_axes, do_constant_folding=True)
+                if small_enough([os.path.join(OUT, ts)]):
+                    man["models"][ts] = dict(base, exporter=f"torchscript-opset{opsets[arch]}")
+                    print(f"  wrote {ts}")
+                    ir_from_onnx(ts, man, man["models"][ts])
+            except Exception as e:  # noqa: BLE001
+                print(f"  TorchScript export failed: {str(e).splitlines()[0][:300]}")
+            # dynamo
+            from torch.export import Dim
+
+            dims = {}
+
+            def dim(s):
+                if s not in dims:
+                    dims[s] = Dim(s)
+                return dims[s]
+
+            ds = [{k: dim(axis_name(n, k, d)) for k, d in enumerate(spec["inputs"][n]["shape"]) if isinstance(d, str)}
+                  for n in names]
+            # forward(a, b, *past) takes (a, b, (past...)); Call's forward(*a) takes ((a...),)
+            ds = (tuple(ds),) if isinstance(module, Call) else (ds[0], ds[1]) + ((tuple(ds[2:]),) if len(ds) > 2 else ())
+            dy = f"{name}.dynamo18.onnx"
+            try:
+                prog = torch.onnx.export(module, tuple(example), None, dynamo=True, opset_version=18,
+                                         input_names=names, dynamic_shapes=ds, external_data=False)
+                prog.save(os.path.join(OUT, dy), external_data=False)
+                if small_enough([os.path.join(OUT, dy)]):
+                    man["models"][dy] = dict(base, exporter="dynamo-opset18")
+                    print(f"  wrote {dy}")
+            except Exception as e:  # noqa: BLE001
+                msg = [l for l in str(e).splitlines() if l.strip()]
+                print(f"  dynamo export failed: {' | '.join(msg[:1] + [l for l in msg if 'Exception summary' in l or 'Error' in l][:3])[:400]}")
+            # OpenVINO PyTorch front end: the module traced by OpenVINO (TorchScript), or, when that
+            # fails, the torch.export program of it
+            xml = f"{name}.pt.xml"
+            shapes = [ov.PartialShape([-1 if isinstance(d, str) else d for d in spec["inputs"][n]["shape"]]) for n in names]
+            types = [ov.Type.i64 if spec["inputs"][n]["dtype"] == "int64" else ov.Type.f32 for n in names]
+            m, how = None, "ov-pytorch-fe"
+            try:
+                m = ov.convert_model(module, example_input=tuple(example), input=list(zip(shapes, types)))
+            except Exception as e:  # noqa: BLE001
+                ops = sorted(set(re.findall(r"(?:aten|prim)::\w+", str(e))))
+                print(f"  OpenVINO PyTorch front end (traced) failed: {str(e).splitlines()[0][:120]} {ops}")
+                try:
+                    ep = torch.export.export(module, tuple(example), dynamic_shapes=ds, strict=False)
+                    m, how = ov.convert_model(ep), "ov-pytorch-fe-export"
+                except Exception as e2:  # noqa: BLE001
+                    ops = sorted(set(re.findall(r"(?:aten|prim)::\w+", str(e2))))
+                    print(f"  OpenVINO PyTorch front end (torch.export) failed: {str(e2).splitlines()[0][:200]} {ops}")
+            try:
+                if m is not None:
+                    if len(m.inputs) != len(names):
+                        raise RuntimeError(f"{len(m.inputs)} inputs for {len(names)}")
+                    for p, n in zip(m.inputs, names):
+                        p.get_tensor().set_names({n})
+                    ov.save_model(m, os.path.join(OUT, xml), compress_to_fp16=False)
+                    if small_enough([os.path.join(OUT, xml), os.path.join(OUT, xml[:-4] + ".bin")]):
+                        man["models"][xml] = dict(base, exporter=how)
+                        print(f"  wrote {xml} ({how})")
+            except Exception as e:  # noqa: BLE001
+                print(f"  OpenVINO IR not written: {str(e).splitlines()[0][:300]}")
+        save_manifest(man)
+    man["torch_versions"] = {"torch": torch.__version__, "transformers": tr.__version__, "openvino": ov.__version__,
+                             "numpy": np.__version__}
+
+
+# ---------------------------------------------------------------- TensorFlow
+
+
+TF_SIZES = [{"batch": 2, "seq": 5}, {"batch": 1, "seq": 9}, {"batch": 3, "seq": 2}]
+
+
+def tf_models():
+    """name -> (function of x [batch, seq, 4] float32, description). Each ends in slices whose
+    bounds come from the input's shape the way TensorFlow code writes them."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    # numpy arrays made constants inside each function (a tf.constant captured from outside
+    # becomes a graph input in tf2onnx)
+    wpe_np = rng.standard_normal((64, 4)).astype(np.float32)
+    w_np = rng.standard_normal((4, 6)).astype(np.float32)
+    keras = tf.keras
+    gru = keras.layers.GRU(3, return_sequences=True)
+    lstm = keras.layers.LSTM(3, return_sequences=True)
+    gru(tf.zeros((1, 2, 4)))
+    lstm(tf.zeros((1, 2, 4)))
+
+    def pos_table(x):
+        # GPT-2 style: h + wpe[:T], then what a model does with h
+        t = tf.shape(x)[1]
+        h = x + tf.constant(wpe_np)[:t]
+        return h[:, 1:], h[:, :-1], h[:, -2:], h[:, t // 2:]
+
+    def size_minus1(x):
+        # tf.slice with a size computed from the shape: tf2onnx writes size == -1 ? INT_MAX : size
+        t = tf.shape(x)[1]
+        return tf.slice(x, [0, 1, 0], [-1, t - 1, -1]), tf.slice(x, [0, 0, 1], [tf.shape(x)[0], t, 2])
+
+    def range_float(x):
+        t = tf.cast(tf.shape(x)[1], tf.float32)
+        pos = tf.range(t * 0.5)  # ceil(T / 2) positions
+        y = x[:, : tf.shape(pos)[0]] * pos[None, :, None]
+        return y[:, 1:], x[:, tf.cast(t / 2.0, tf.int32):]
+
+    def keras_gru(x):
+        y = gru(x)
+        return y[:, -1], y[:, 1:], y[:, ::-1]
+
+    def tensordot(x):
+        y = tf.tensordot(x, tf.constant(w_np), axes=[[2], [0]])
+        return y[:, 1:, :3], y[:, :, ::2]
+
+    def keras_lstm(x):
+        y = lstm(x)
+        return y[:, -1], y[:, :-1]
+
+    def float_max(x):
+        t = tf.cast(tf.shape(x)[1], tf.float32)
+        end = tf.cast(tf.maximum(tf.maximum(t * 0.5, 1.0), t - 3.0), tf.int32)
+        return x[:, :end], x[:, end:]
+
+    def strided(x):
+        t = tf.shape(x)[1]
+        return x[:, ::2], x[:, ::-1], x[..., 1:3], x[:, 0], x[:, 1:t - 1:2], tf.reverse(x, [1])[:, :2]
+
+    def windowed(x):
+        # frames of 2 with hop 1 (a Keras-style sliding window via two slices and a stack)
+        return tf.stack([x[:, :-1], x[:, 1:]], axis=2)[:, ::2]
+
+    return {
+        "pos_table": pos_table, "size_minus1": size_minus1, "range_float": range_float,
+        "keras_gru": keras_gru, "tensordot": tensordot, "keras_lstm": keras_lstm,
+        "float_max": float_max, "strided": strided, "windowed": windowed,
+    }
+
+
+def tf_part(args, man):
+    import numpy as np
+    import openvino as ov
+    import tensorflow as tf
+    import tf2onnx
+
+    spec = {"arch": "tf", "source": "tensorflow", "sizes": TF_SIZES,
+            "inputs": {"x": {"dtype": "float32", "shape": ["batch", "seq", 4], "fill": "normal"}}}
+    sig = [tf.TensorSpec([None, None, 4], tf.float32, name="x")]
+    for name, fn in tf_models().items():
+        if args.only and args.only not in name:
+            continue
+        print(name)
+        f = tf.function(fn, input_signature=sig)
+        for opset in (13, 17):
+            out = f"tf_{name}.tf2onnx{opset}.onnx"
+            try:
+                tf2onnx.convert.from_function(f, input_signature=sig, opset=opset, output_path=os.path.join(OUT, out))
+            except Exception as e:  # noqa: BLE001
+                print(f"  tf2onnx (opset {opset}) failed: {str(e).splitlines()[0][:300]}")
+                continue
+            if small_enough([os.path.join(OUT, out)]):
+                man["models"][out] = dict(spec, exporter=f"tf2onnx-opset{opset}", arch=name)
+                print(f"  wrote {out}")
+                if opset == 17:
+                    ir_from_onnx(out, man, man["models"][out])
+        xml = f"tf_{name}.tf.xml"
+        try:
+            m = ov.convert_model(f.get_concrete_function())
+            m.inputs[0].get_tensor().set_names({"x"})
+            ov.save_model(m, os.path.join(OUT, xml), compress_to_fp16=False)
+            if small_enough([os.path.join(OUT, xml), os.path.join(OUT, xml[:-4] + ".bin")]):
+                man["models"][xml] = dict(spec, exporter="ov-tf-fe", arch=name)
+                print(f"  wrote {xml}")
+        except Exception as e:  # noqa: BLE001
+            print(f"  OpenVINO TensorFlow front end failed: {str(e).splitlines()[0][:300]}")
+        save_manifest(man)
+    man["tf_versions"] = {"tensorflow": tf.__version__, "tf2onnx": tf2onnx.__version__, "openvino": ov.__version__,
+                          "numpy": np.__version__}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("part", choices=["torch", "tf"])
+    ap.add_argument("--only", default=None)
+    args = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    man = load_manifest(args.part)
+    man["part"] = args.part
+    if args.part == "torch":
+        torch_part(args, man)
+    else:
+        tf_part(args, man)
+    save_manifest(man)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
