@@ -32,7 +32,8 @@ against ONNX Runtime's, spaces removed, and every dim we write over 80 character
 Usage:
   python3 tools/exports_check.py --bin target/release/slice-opt [--fail-on wrong] [--json FILE]
        [--markdown FILE] [--dir tests/data/exports] [--only SUBSTRING] [-v]
-Needs onnx, onnxruntime, openvino, numpy (no torch / TensorFlow).
+Needs onnx, onnxruntime, openvino, numpy, and sympy for ONNX Runtime's symbolic shape inference
+(onnxruntime does not install it); no torch / TensorFlow.
 `--fail-on wrong` exits 1 when slice-opt writes a wrong dim (or a model cannot be judged).
 """
 
@@ -429,8 +430,9 @@ def split_shape(text):
     return out
 
 
-def exact_count(dims):
-    """How many of a shape's dims (ours: a split `check` shape; ORT: onnx dims) are exact."""
+def exact_count(dims, symbols):
+    """How many of a shape's dims (ours: a split `check` shape; ORT: onnx dims) are exact: values,
+    and expressions over the graph inputs' dim names `symbols` (not a fresh name)."""
     if dims is None:
         return -1
     n = 0
@@ -439,7 +441,7 @@ def exact_count(dims):
             n += 1
         elif isinstance(d, str):
             j = Judged(d, True)
-            n += j.expr is not None
+            n += j.expr is not None and j.expr.names() <= symbols
     return n
 
 
@@ -493,11 +495,16 @@ def probe_onnx(bin_, model, ort_model, tmp):
                                            [name + "_o"], name=name))
             shape_probe[name] = o
             dims = ort_dims.get(o)
-            if o in from_shape and elem.get(o) in (TensorProto.INT64, None) and dims is not None and len(dims) <= 1:
+            if o in from_shape and elem.get(o) in (TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL, None) \
+                    and dims is not None and len(dims) <= 1:
                 src = o
+                if elem.get(o) in (TensorProto.INT32, TensorProto.BOOL):
+                    src = f"__probe_i{k}"
+                    g.node.append(helper.make_node("Cast", [o], [src], name=src, to=TensorProto.INT64))
                 if len(dims) == 0:
+                    g.node.append(helper.make_node("Unsqueeze", [src, "__probe_zero"], [f"__probe_u{k}"],
+                                                   name=f"__probe_u{k}"))
                     src = f"__probe_u{k}"
-                    g.node.append(helper.make_node("Unsqueeze", [o, "__probe_zero"], [src], name=src))
                 # max(v, 0): a reshape target's -1 (or any negative element) is not a shape, and
                 # ConstantOfShape of it would be unknown; max(d, 0) is d for a dim.
                 pos = f"__probe_m{k}"
@@ -519,40 +526,49 @@ def probe_onnx(bin_, model, ort_model, tmp):
             ours_shape[shape_probe[r["node"]]] = split_shape(r["input"])
         elif r["node"] in value_probe:
             ours_value[value_probe[r["node"]]] = split_shape(r["input"])
-    return ours_shape, ours_value, ort_dims, from_shape
+    bools = {o for o, t in elem.items() if t == TensorProto.BOOL}
+    return ours_shape, ours_value, ort_dims, from_shape, bools
 
 
 def loss_points(model, slice_node, probes):
     """The ops where our knowledge stops on the way to `slice_node`: walking back from the slice
     through values we know less of than ONNX Runtime (shape: fewer exact dims; shape values: an
     element we do not know), the producers none of whose inputs is such a value."""
-    ours_shape, ours_value, ort_dims, from_shape = probes
+    ours_shape, ours_value, ort_dims, from_shape, bools = probes
     producer = {o: n for n in model.graph.node for o in n.output}
+    symbols = {d for i in model.graph.input for d in (onnx_dims(i) or []) if isinstance(d, str)}
 
     def deficient(v):
         if v not in producer:
             return False
         o = ours_shape.get(v)
         t = ort_dims.get(v)
-        if exact_count(o) < exact_count(t):
+        if exact_count(o, symbols) < exact_count(t, symbols):
             return True
-        if v in from_shape and v in ours_value:
+        if v in from_shape and v in ours_value and v not in bools:
             vals = ours_value[v]
-            return vals is None or exact_count(vals) < len(vals)
+            return vals is None or exact_count(vals, symbols) < len(vals)
         return False
 
     seen, found = set(), []
-    stack = [i for i in slice_node.input if i and deficient(i)]
+    # (value, the op types from its consumer down to the slice)
+    stack = [(i, [slice_node.op_type]) for i in slice_node.input if i and deficient(i)]
     while stack:
-        v = stack.pop()
+        v, chain = stack.pop()
         if v in seen:
             continue
         seen.add(v)
         n = producer[v]
         bad_in = [i for i in n.input if i and deficient(i)]
         if not bad_in:
-            found.append(n)
-        stack.extend(bad_in)
+            # A truth value is not judged (ONNX Runtime does not know `T > 0` either); a Cast of
+            # one computed from a shape (tf2onnx's `size == -1`) is reported as what computed it.
+            if n.op_type == "Cast" and n.input[0] in bools and n.input[0] in producer and ours_value.get(n.input[0]) is None:
+                p = producer[n.input[0]]
+                found.append((p, " -> ".join([p.op_type, n.op_type] + chain[::-1])))
+                continue
+            found.append((n, " -> ".join([n.op_type] + chain[::-1])))
+        stack.extend((i, chain + [n.op_type]) for i in bad_in)
     return found
 
 
@@ -592,7 +608,9 @@ def ir_truth(xml, feeds_list):
     out = []
     for feeds in feeds_list:
         req = compiled.create_infer_request()
-        req.infer({p.get_any_name(): feeds[p.get_any_name()] for p in compiled.inputs})
+        # a Parameter may carry more names than the input's (`/Concat_output_0` beside `past.0.key`)
+        req.infer({p.get_any_name(): feeds[next(n for n in sorted(p.get_names()) if n in feeds)]
+                   for p in compiled.inputs})
         shapes = {}
         for name in names:
             shapes[name] = list(req.get_output_tensor(where[(name, 0)]).shape)
@@ -697,13 +715,14 @@ def judge_model(args, fname, spec, tmp):
                 if d["tools"]["slice-opt"] == "unknown" and d["tools"]["ort"] == "right":
                     if probes is None:
                         try:
-                            probes = probe_onnx(args.bin, model, ort_model, tmp) if ort_model is not None else ({}, {}, {}, set())
+                            probes = probe_onnx(args.bin, model, ort_model, tmp) if ort_model is not None else ({}, {}, {}, set(), set())
                         except Exception as e:  # noqa: BLE001
                             res["notes"].append(f"probe failed: {e}")
-                            probes = ({}, {}, {}, set())
+                            probes = ({}, {}, {}, set(), set())
                     lost = loss_points(model, n, probes)
-                    d["lost_at"] = [f"{p.op_type} {onnx_node_key(p)}" for p in lost]
-                    d["lost_ops"] = sorted({p.op_type for p in lost})
+                    d["lost_at"] = [f"{p.op_type} {onnx_node_key(p)}" for p, _ in lost]
+                    d["lost_ops"] = sorted({p.op_type for p, _ in lost})
+                    d["chains"] = sorted({c for _, c in lost})
                     d["detail"] = row.get("detail", "") if row else "no check row"
                 res["dims"].append(d)
     else:
@@ -771,6 +790,11 @@ def main():
     ap.add_argument("-v", "--verbose", action="store_true", help="print every dim")
     args = ap.parse_args()
     args.bin = os.path.abspath(args.bin)
+    try:
+        import sympy  # noqa: F401 (ONNX Runtime's symbolic shape inference needs it; onnxruntime does not pull it)
+    except ImportError:
+        print("WARNING: sympy is not installed: ONNX Runtime's symbolic shape inference cannot run "
+              "(its column is all unknown); pip install sympy")
     manifest = {}
     for mf in sorted(glob.glob(os.path.join(args.dir, "manifest*.json"))):
         with open(mf) as f:
@@ -853,22 +877,27 @@ def report(results):
         for o in d.get("lost_ops") or ["(the slice itself)"]:
             ops[o] += 1
     if ops:
-        say("  ops where our knowledge stops on the way to them (dims each): "
+        say("  ops where our knowledge stops on the way to them (dims each; a dim counts for every such op on its way): "
             + ", ".join(f"{o} {c}" for o, c in ops.most_common()))
     by_model = collections.defaultdict(list)
     for r, d in missing:
         by_model[r["model"]].append(d)
+    def short(chain, keep=8):
+        ops = chain.split(" -> ")
+        return chain if len(ops) <= keep else " -> ".join(ops[:3] + ["..."] + ops[-(keep - 3):])
+
     for m, ds in by_model.items():
         say(f"  {m}: {len(ds)} dims")
-        shown = set()
+        groups = collections.OrderedDict()
         for d in ds:
-            key = (d["node"], tuple(d.get("lost_at", [])))
-            if key in shown:
-                continue
-            shown.add(key)
-            say(f"    {d['node']} dim {d['dim']}: ORT {d['text']['ort']}, ours {d['text']['slice-opt']}; "
-                f"lost at {', '.join(d.get('lost_at', [])[:4]) or '(the slice itself: its inputs are known)'}"
-                + (f"; check: {d['detail'][:100]}" if d.get("detail") else ""))
+            groups.setdefault(tuple(d.get("lost_at", [])), []).append(d)
+        for lost, gs in groups.items():
+            d = gs[0]
+            nodes = sorted({g["node"] for g in gs})
+            say(f"    {len(gs)} dims of {len(nodes)} slices ({nodes[0]}{', ...' if len(nodes) > 1 else ''}), e.g. dim {d['dim']}: "
+                f"ORT {d['text']['ort']}, ours {d['text']['slice-opt'] or '?'}; "
+                f"lost at {', '.join(lost[:4]) or '(the slice itself: its inputs are known)'}"
+                + (f"; chain {' | '.join(short(c) for c in d['chains'][:2])}" if d.get("chains") else ""))
     say("")
     say(f"IR dims OpenVINO gets right and slice-opt leaves unknown: {len(ir_missing)}")
     for (m, node), ds in sorted(collections.Counter((r["model"], d["node"]) for r, d in ir_missing).items()):

@@ -5,7 +5,8 @@ Tiny random-weight models (configs only, never a hub download) exported the way 
   distilbert, vit (dynamic image size through `interpolate_pos_encoding`), resnet, t5 (encoder,
   decoder without and with past), whisper (encoder, decoder with past), each through
   `torch.onnx.export` TorchScript (dynamo=False, opsets 13-17, one per architecture) and dynamo
-  (opset 18), with dynamic batch / sequence / past / image axes; and their OpenVINO IR through
+  (opset 18; its per-node metadata stripped, see `strip_metadata`), with dynamic batch / sequence /
+  past / image axes; and their OpenVINO IR through
   `openvino.convert_model` of the PyTorch module (PyTorch front end) and of the TorchScript ONNX file
   (ONNX front end), written by `ov.save_model` (f32);
 - TensorFlow (`tf` part): Keras / tf.function models through tf2onnx (opset 13 and 17) covering
@@ -15,7 +16,10 @@ Tiny random-weight models (configs only, never a hub download) exported the way 
   a Keras LSTM (ONNX LSTM), an end computed through a float `Max` chain; and their IR through the
   ONNX front end.
 `manifest.torch.json` and `manifest.tf.json` record, per file, the inputs (dims over named sizes; `past+seq` for a mask) and
-three or more size assignments for `tools/exports_check.py`. A file over 1 MB is not written.
+three or more size assignments for `tools/exports_check.py`. A file over 1 MB is not written, nor
+one without a Slice / StridedSlice (listed in the manifest's `no_slices`: transformers 5 exports
+T5, Whisper, ResNet and ViT through dynamo without one; `pattern_jobs` has the slicing code of
+earlier releases as small modules).
 
 Pinned versions (the generator only; CI needs none of them):
   torch part (one venv):  torch==2.15.0 transformers==5.24.0 onnxscript==0.7.2 onnx==1.23.2
@@ -63,12 +67,45 @@ def load_manifest(part):
 
 def save_manifest(man):
     man["models"] = dict(sorted(man["models"].items()))
+    man["no_slices"] = sorted(set(man.get("no_slices", [])) | set(NO_SLICES))
     with open(os.path.join(OUT, f"manifest.{man['part']}.json"), "w") as f:
         json.dump(man, f, indent=1)
         f.write("\n")
 
 
+def has_slices(path):
+    """Whether the model has a Slice / StridedSlice (subgraph bodies included)."""
+    if path.endswith(".xml"):
+        import xml.etree.ElementTree as ET
+
+        return any(l.get("type") in ("Slice", "StridedSlice") for l in ET.parse(path).getroot().iter("layer"))
+    import onnx
+
+    def walk(g):
+        for n in g.node:
+            if n.op_type in ("Slice", "StridedSlice"):
+                return True
+            for a in n.attribute:
+                if (a.type == onnx.AttributeProto.GRAPH and walk(a.g)) or any(walk(b) for b in a.graphs):
+                    return True
+        return False
+
+    return walk(onnx.load(path).graph)
+
+
+NO_SLICES = []
+
+
 def small_enough(paths):
+    """Keeps the files of one model when they are under MAX_BYTES and the model has a slice to
+    judge (a model without one is deleted and listed in the manifest's `no_slices`)."""
+    if paths and os.path.exists(paths[0]) and not has_slices(paths[0]):
+        for p in paths:
+            if os.path.exists(p):
+                os.remove(p)
+        print(f"  no slice in {os.path.basename(paths[0])}: not kept")
+        NO_SLICES.append(os.path.basename(paths[0]))
+        return False
     size = sum(os.path.getsize(p) for p in paths if os.path.exists(p))
     if size > MAX_BYTES:
         for p in paths:
@@ -77,6 +114,22 @@ def small_enough(paths):
         print(f"  skipped (too large: {size} bytes): {', '.join(os.path.basename(p) for p in paths)}")
         return False
     return True
+
+
+def strip_metadata(path):
+    """Drops the dynamo exporter's per-node metadata (`pkg.torch.onnx.stack_trace` and the like:
+    7/8 of a tiny model's bytes) and doc strings; the graph, its value_info and dims are untouched."""
+    import onnx
+
+    m = onnx.load(path)
+    for n in m.graph.node:
+        del n.metadata_props[:]
+        n.doc_string = ""
+    for v in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
+        del v.metadata_props[:]
+    for t in m.graph.initializer:
+        del t.metadata_props[:]
+    onnx.save(m, path)
 
 
 def ir_from_onnx(onnx_file, man, spec, tag="onnx"):
@@ -121,6 +174,15 @@ def torch_part(args, man):
                 out.append(torch.randn(shape, dtype=torch.float32))
         return out
 
+    def fill(cache, i, k, v):
+        """Layer `i` of `cache` holds (k, v): set directly, not by `update` (which concatenates
+        onto an empty `torch.tensor([])`, a `cat` OpenVINO's PyTorch front end cannot convert)."""
+        while len(cache.layers) <= i:
+            cache.layers.append(tr.cache_utils.DynamicLayer())
+        layer = cache.layers[i]
+        layer.lazy_initialization(k, v)
+        layer.keys, layer.values = k, v
+
     class LM(torch.nn.Module):
         """Decoder-only LM; `past`: flat (k0, v0, k1, v1, ...) through a DynamicCache."""
 
@@ -133,7 +195,7 @@ def torch_part(args, man):
                 return self.m(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
             cache = tr.DynamicCache(config=self.m.config)
             for i in range(self.n):
-                cache.update(past[2 * i], past[2 * i + 1], i)
+                fill(cache, i, past[2 * i], past[2 * i + 1])
             o = self.m(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache, use_cache=True)
             flat = []
             for layer in o.past_key_values.layers:
@@ -152,8 +214,8 @@ def torch_part(args, man):
             if self.with_past:
                 self_c, cross_c = tr.DynamicCache(config=self.m.config), tr.DynamicCache(config=self.m.config)
                 for i in range(self.n):
-                    self_c.update(past[4 * i], past[4 * i + 1], i)
-                    cross_c.update(past[4 * i + 2], past[4 * i + 3], i)
+                    fill(self_c, i, past[4 * i], past[4 * i + 1])
+                    fill(cross_c, i, past[4 * i + 2], past[4 * i + 3])
                 cache = tr.EncoderDecoderCache(self_c, cross_c)
             dec = self.m.get_decoder() if self.kind == "whisper" else self.m.decoder
             o = dec(input_ids=decoder_input_ids, encoder_hidden_states=encoder_hidden_states,
@@ -190,7 +252,7 @@ def torch_part(args, man):
             "gemma": (tr.GemmaForCausalLM, tr.GemmaConfig(num_key_value_heads=1, head_dim=8, **common), 1, 8),
         }
 
-    opsets = {"gpt2": 13, "llama": 14, "qwen2": 15, "phi": 16, "gemma": 17, "bert": 13, "distilbert": 14,
+    opsets = {"pattern": 14, "gpt2": 13, "llama": 14, "qwen2": 15, "phi": 16, "gemma": 17, "bert": 13, "distilbert": 14,
               "vit": 15, "resnet": 16, "t5": 17, "whisper": 14}
 
     jobs = []  # (name, module, spec)
@@ -264,6 +326,8 @@ def torch_part(args, man):
     jobs.append(("whisper_decoder_past", Seq2SeqDecoder(whisper, 1, True, "whisper"),
                  {"arch": "whisper", "sizes": LM_SIZES, "inputs": winputs}))
 
+    jobs += pattern_jobs(torch, Call)
+
     for name, module, spec in jobs:
         if args.only and args.only not in name:
             continue
@@ -318,6 +382,7 @@ def torch_part(args, man):
                 prog = torch.onnx.export(module, tuple(example), None, dynamo=True, opset_version=18,
                                          input_names=names, dynamic_shapes=ds, external_data=False)
                 prog.save(os.path.join(OUT, dy), external_data=False)
+                strip_metadata(os.path.join(OUT, dy))
                 if small_enough([os.path.join(OUT, dy)]):
                     man["models"][dy] = dict(base, exporter="dynamo-opset18")
                     print(f"  wrote {dy}")
@@ -336,7 +401,9 @@ def torch_part(args, man):
                 ops = sorted(set(re.findall(r"(?:aten|prim)::\w+", str(e))))
                 print(f"  OpenVINO PyTorch front end (traced) failed: {str(e).splitlines()[0][:120]} {ops}")
                 try:
-                    ep = torch.export.export(module, tuple(example), dynamic_shapes=ds, strict=False)
+                    # Dim.AUTO: torch.export finds the relations (a mask of past + seq) itself
+                    auto = torch.utils._pytree.tree_map(lambda _: Dim.AUTO, ds)
+                    ep = torch.export.export(module, tuple(example), dynamic_shapes=auto, strict=False)
                     m, how = ov.convert_model(ep), "ov-pytorch-fe-export"
                 except Exception as e2:  # noqa: BLE001
                     ops = sorted(set(re.findall(r"(?:aten|prim)::\w+", str(e2))))
@@ -356,6 +423,96 @@ def torch_part(args, man):
         save_manifest(man)
     man["torch_versions"] = {"torch": torch.__version__, "transformers": tr.__version__, "openvino": ov.__version__,
                              "numpy": np.__version__}
+
+
+def pattern_jobs(torch, Call):
+    """Slicing code of earlier transformers releases and of common model code, as small modules
+    (transformers 5 computes its masks and position tables without most of the slices its
+    earlier releases exported): each one line of a real model."""
+    F = torch.nn.functional
+    f32 = lambda *shape: {"dtype": "float32", "shape": list(shape), "fill": "normal"}  # noqa: E731
+
+    class Bias(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("bias", torch.tril(torch.ones(64, 64, dtype=torch.bool)).view(1, 1, 64, 64))
+            self.register_buffer("cos_cached", torch.randn(64, 8))
+            self.rel = torch.nn.Embedding(16, 2)
+            self.pos = torch.nn.Embedding(64, 8)
+
+    m = Bias().eval()
+
+    def gpt2_causal_mask(q, k):
+        # GPT-2 (transformers 4.x): bias[:, :, key_length - query_length : key_length, :key_length]
+        q_len, k_len = q.size(-2), k.size(-2)
+        mask = m.bias[:, :, k_len - q_len: k_len, :k_len]
+        w = q @ k.transpose(-1, -2)
+        return torch.where(mask, w, torch.full_like(w, -1e4))
+
+    def t5_position_bias(q, past_k):
+        # T5 (transformers 4.x): the bias over the whole length, then position_bias[:, :, -seq:, :]
+        seq, real = q.size(1), past_k.size(1) + q.size(1)
+        ctx = torch.arange(real)[:, None]
+        mem = torch.arange(real)[None, :]
+        bucket = torch.clamp(mem - ctx, -8, 7) + 8
+        bias = m.rel(bucket).permute(2, 0, 1).unsqueeze(0)
+        return bias[:, :, -seq:, :]
+
+    def rotary_cached(x):
+        # Llama (transformers 4.3x): cos_cached[:seq_len], rotate_half's x[..., :d/2], x[..., d/2:]
+        seq = x.size(1)
+        cos = m.cos_cached[:seq]
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1) * cos
+
+    def positions_from_past(ids, past_k):
+        # Whisper / OPT: embed_positions.weight[past : past + seq]
+        past, seq = past_k.size(1), ids.size(1)
+        return m.pos.weight[past: past + seq] + ids[..., None].float()
+
+    def pad_to_multiple(x):
+        # padding to a multiple of 4 (Mod), work in chunks, slice the padding off again
+        seq = x.size(1)
+        pad = (4 - seq % 4) % 4
+        y = F.pad(x, (0, 0, 0, pad))
+        y = y.view(y.size(0), -1, 4, y.size(-1)).mean(2, keepdim=True).expand(-1, -1, 4, -1)
+        return y.reshape(x.size(0), -1, x.size(-1))[:, :seq]
+
+    def flip_and_tail(x):
+        # torch.flip (a Slice with step -1 from TorchScript), x[:, -2:], x[:, 1:-1:2]
+        return x.flip(1), x[:, -2:], x[:, 1:-1:2]
+
+    def static_cache(k, cache):
+        # a static cache written at positions past .. past + seq (ScatterND) and read back
+        past = cache.size(2) - k.size(2)
+        idx = torch.arange(k.size(2)) + past
+        cache = cache.clone()
+        cache[:, :, idx] = k
+        return cache[:, :, : past + k.size(2)], cache[:, :, -k.size(2):]
+
+    def unfold_frames(x):
+        # framing with hop 1 (Tensor.unfold) and a strided view of it
+        return x.unfold(1, 2, 1)[:, ::2]
+
+    rows = [
+        ("pat_gpt2_causal_mask", gpt2_causal_mask, {"q": f32("batch", 2, "seq", 8), "k": f32("batch", 2, "past+seq", 8)},
+         LM_SIZES, {"k": {2: "total"}}),
+        ("pat_t5_position_bias", t5_position_bias, {"q": f32("batch", "seq", 8), "past_k": f32("batch", "past", 8)},
+         LM_SIZES, {}),
+        ("pat_rotary_cached", rotary_cached, {"x": f32("batch", "seq", 8)}, SEQ_SIZES, {}),
+        ("pat_positions_from_past", positions_from_past,
+         {"ids": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ids", "high": 32}, "past_k": f32("batch", "past", 8)},
+         LM_SIZES, {}),
+        ("pat_pad_to_multiple", pad_to_multiple, {"x": f32("batch", "seq", 8)}, SEQ_SIZES, {}),
+        ("pat_flip_and_tail", flip_and_tail, {"x": f32("batch", "seq", 8)}, SEQ_SIZES, {}),
+        ("pat_static_cache", static_cache, {"k": f32("batch", 2, "seq", 8), "cache": f32("batch", 2, "past+seq", 8)},
+         LM_SIZES, {"cache": {2: "total"}}),
+        ("pat_unfold_frames", unfold_frames, {"x": f32("batch", "seq", 8)}, SEQ_SIZES, {}),
+    ]
+    jobs = []
+    for name, fn, inputs, sizes, names in rows:
+        jobs.append((name, Call(m, fn), {"arch": "pattern", "inputs": inputs, "sizes": sizes, "names": names}))
+    return jobs
 
 
 # ---------------------------------------------------------------- TensorFlow
