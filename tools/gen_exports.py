@@ -26,7 +26,10 @@ Pinned versions (the generator only; CI needs none of them):
                           onnxruntime==1.32.0 openvino==2026.4.1 numpy==2.4.6
   tf part (another venv): tensorflow-cpu==2.21.0 tf2onnx==1.17.0 onnx==1.23.2 onnxruntime==1.32.0
                           openvino==2026.4.1 numpy==2.4.6
-(torch and tf2onnx want different protobuf / numpy ranges, hence two venvs.)
+  optimum part (a third venv): torch==2.15.0 transformers==4.57.6 optimum==2.1.0 optimum-onnx==0.1.0
+                          onnx==1.23.2 onnxruntime==1.32.0 openvino==2026.4.1
+(torch and tf2onnx want different protobuf / numpy ranges, and optimum-onnx 0.1.0 wants
+transformers < 4.58, hence three venvs.)
 
   python3 -m venv /tmp/venv-exports && /tmp/venv-exports/bin/pip install torch==2.15.0 \
       transformers==5.24.0 onnxscript==0.7.2 onnx==1.23.2 onnxruntime==1.32.0 openvino==2026.4.1
@@ -34,6 +37,7 @@ Pinned versions (the generator only; CI needs none of them):
       tf2onnx==1.17.0 onnx==1.23.2 onnxruntime==1.32.0 openvino==2026.4.1
   /tmp/venv-exports/bin/python tools/gen_exports.py torch [--only NAME]
   /tmp/venv-tf/bin/python tools/gen_exports.py tf [--only NAME]
+  /tmp/venv-optimum/bin/python tools/gen_exports.py optimum [--only NAME]   # gpt2, llama, t5, bert
 Each part writes its own manifest (`manifest.PART.json`); `--only` keeps the part's other entries.
 """
 
@@ -258,7 +262,9 @@ def torch_part(args, man):
     jobs = []  # (name, module, spec)
     for arch, (cls, cfg, kvh, hd) in lm_cfgs().items():
         model = cls(cfg).eval()
-        for with_past in (False, True):
+        # Without past: the same slices as with past in every exporter (measured: the same dims
+        # right for all tools), so not kept, for size; `(False, True)` writes both.
+        for with_past in (True,):
             inputs = {"input_ids": {"dtype": "int64", "shape": ["batch", "seq"], "fill": "ids", "high": 32},
                       "attention_mask": {"dtype": "int64", "shape": ["batch", "past+seq" if with_past else "seq"],
                                          "fill": "ones"}}
@@ -628,9 +634,88 @@ def tf_part(args, man):
                           "numpy": np.__version__}
 
 
+OPT_SIZES = [
+    {"batch_size": 2, "sequence_length": 5, "past_sequence_length": 3, "encoder_sequence_length": 6,
+     "decoder_sequence_length": 4, "past_decoder_sequence_length": 3},
+    {"batch_size": 1, "sequence_length": 1, "past_sequence_length": 6, "encoder_sequence_length": 3,
+     "decoder_sequence_length": 1, "past_decoder_sequence_length": 7},
+    {"batch_size": 3, "sequence_length": 4, "past_sequence_length": 2, "encoder_sequence_length": 9,
+     "decoder_sequence_length": 2, "past_decoder_sequence_length": 1},
+]
+
+
+def optimum_part(args, man):
+    """optimum-onnx's exporter (`main_export`, no post-processing: encoder, decoder and decoder
+    with past as separate files) on random-weight models saved to a temporary directory. Its dim
+    names (`batch_size`, `past_sequence_length + sequence_length`, ...) are the manifest's."""
+    import tempfile
+
+    import onnx
+    import optimum.version
+    import torch
+    import transformers as tr
+    from optimum.exporters.onnx import main_export
+
+    torch.manual_seed(0)
+    jobs = {
+        "gpt2": (tr.GPT2LMHeadModel, tr.GPT2Config(n_layer=2, n_embd=16, n_head=2, vocab_size=32, n_positions=64,
+                                                   bos_token_id=0, eos_token_id=0), "text-generation-with-past"),
+        "llama": (tr.LlamaForCausalLM, tr.LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                                      num_attention_heads=2, num_key_value_heads=1,
+                                                      max_position_embeddings=64), "text-generation-with-past"),
+        "t5": (tr.T5ForConditionalGeneration, tr.T5Config(vocab_size=32, d_model=16, d_kv=8, d_ff=32, num_layers=2,
+                                                          num_decoder_layers=2, num_heads=2, relative_attention_num_buckets=8,
+                                                          decoder_start_token_id=0), "text2text-generation-with-past"),
+        "bert": (tr.BertModel, tr.BertConfig(vocab_size=32, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                                             intermediate_size=32, max_position_embeddings=64), "feature-extraction"),
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        for arch, (cls, cfg, task) in jobs.items():
+            if args.only and args.only not in arch:
+                continue
+            print(arch)
+            src, out = os.path.join(tmp, arch), os.path.join(tmp, arch + "-onnx")
+            cls(cfg).save_pretrained(src)
+            try:
+                main_export(src, output=out, task=task, opset=14, no_post_process=True, do_validation=False,
+                            library_name="transformers")
+            except Exception as e:  # noqa: BLE001
+                print(f"  optimum export failed: {str(e).splitlines()[0][:300]}")
+                continue
+            for f in sorted(os.listdir(out)):
+                if not f.endswith(".onnx"):
+                    continue
+                name = f"opt_{arch}_{f[:-5]}.optimum14.onnx"
+                m = onnx.load(os.path.join(out, f))
+                onnx.save(m, os.path.join(OUT, name))
+                inputs = {}
+                for i in m.graph.input:
+                    t = i.type.tensor_type
+                    shape = [d.dim_value if d.HasField("dim_value") else d.dim_param for d in t.shape.dim]
+                    dt = onnx.helper.tensor_dtype_to_np_dtype(t.elem_type).name
+                    if "mask" in i.name:
+                        fill = {"fill": "ones"}
+                    elif i.name == "position_ids":
+                        fill = {"fill": "positions", "start": "past_sequence_length"}
+                    elif dt.startswith("int"):
+                        fill = {"fill": "ids", "high": 2 if i.name == "token_type_ids" else 32}
+                    else:
+                        fill = {"fill": "normal"}
+                    inputs[i.name] = dict({"dtype": dt, "shape": shape}, **fill)
+                spec = {"arch": arch, "source": "pytorch", "exporter": "optimum-onnx-opset14", "inputs": inputs,
+                        "sizes": OPT_SIZES}
+                if small_enough([os.path.join(OUT, name)]):
+                    man["models"][name] = spec
+                    print(f"  wrote {name}")
+                    ir_from_onnx(name, man, spec)
+            save_manifest(man)
+    man["optimum_versions"] = {"torch": torch.__version__, "transformers": tr.__version__,
+                               "optimum": optimum.version.__version__}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", choices=["torch", "tf"])
+    ap.add_argument("part", choices=["torch", "tf", "optimum"])
     ap.add_argument("--only", default=None)
     args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
@@ -638,6 +723,8 @@ def main():
     man["part"] = args.part
     if args.part == "torch":
         torch_part(args, man)
+    elif args.part == "optimum":
+        optimum_part(args, man)
     else:
         tf_part(args, man)
     save_manifest(man)
