@@ -944,7 +944,15 @@ def report(results):
     say(f"dims we write over 80 characters: {len(over)}")
     for r, d, t in over[:20]:
         say(f"  {r['model']} {d['node']} dim {d['dim']} ({len(t)}): {t}")
+    # pattern F: an expression over a name that no graph input carries (unknown here, but it
+    # claims a value that holds only if that name is a particular size)
+    free = [(r, d) for r in results for d in r["dims"] if d["tools"]["slice-opt"] == "unknown"
+            and isinstance(d["text"]["slice-opt"], str) and Judged(d["text"]["slice-opt"], True).expr is not None]
+    say(f"dims we write over a name no input carries: {len(free)}")
+    for r, d in free[:20]:
+        say(f"  {r['model']} {d['node']} dim {d['dim']}: {d['text']['slice-opt']} (real {d['truth']})")
     wrong = sum(1 for r in results for d in r["dims"] if d["tools"]["slice-opt"] == "wrong")
+    summary["free_symbol"] = len(free)
     summary.update(missing_onnx=len(missing), missing_ir=len(ir_missing), lost_ops=dict(ops),
                    ours_longer=len(longer), over_80=len(over), errors=len(errors), ours_wrong=wrong)
     return out, summary
