@@ -17,9 +17,9 @@ use serde::Serialize;
 
 use crate::formats::{Format, Model};
 use crate::ir::{DeclaredDim, NodeKind};
-use crate::passes::slice_node::{self, DecodeError};
 use crate::semantics::{AxisPlan, Bound, Dim, SlicePlan};
 use crate::shape;
+use crate::shape::slice_node::{self, DecodeError};
 
 /// The verdict on one slice node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -207,13 +207,13 @@ fn input_symbols(model: &Model) -> HashSet<String> {
 /// `value_info` and graph outputs; OpenVINO output port dims and the consumers' input dims).
 /// Slices inside ONNX `If`/`Loop`/`Scan` bodies are listed too, with their path
 /// (`If_3/then_branch/Slice_7`), inferred from what flows into the body
-/// ([`shape::scope`]).
+/// ([`crate::subgraph::scope`]).
 pub fn check(model: &Model) -> CheckReport {
     let free = input_symbols(model);
     let format = model.format();
     let opset = model.onnx_opset();
     let mut rows = Vec::new();
-    for (n, scope) in shape::scope::scopes(model).iter().enumerate() {
+    for (n, scope) in crate::subgraph::scope::scopes(model).iter().enumerate() {
         for e in &scope.errors {
             rows.push(CheckRow {
                 node: scope.prefix.trim_end_matches('/').to_string(),
@@ -240,7 +240,7 @@ pub fn check(model: &Model) -> CheckReport {
 
 /// The check rows of the slices of one graph (`top`: the model, when it is its top level).
 fn scope_rows(
-    scope: &shape::scope::Scope,
+    scope: &crate::subgraph::scope::Scope,
     format: Format,
     opset: i64,
     free: &HashSet<String>,
@@ -259,7 +259,11 @@ fn scope_rows(
         let (name, op) = (display_name(node), node.op_type.clone());
         let warning = slice_node::classify(graph, ix, format, opset)
             .and_then(|op| crate::passes::rewrite::ov_shrink_begin_mask_warning(graph, ix, op));
-        let path = format!("{}{}", scope.prefix, shape::scope::label(graph, ix));
+        let path = format!(
+            "{}{}",
+            scope.prefix,
+            crate::subgraph::scope::label(graph, ix)
+        );
         let input = data_input_shape(graph, facts, ix);
         let mut row = CheckRow {
             node: name,
@@ -510,7 +514,7 @@ pub fn info(model: &Model) -> Info {
     };
     let opset = model.onnx_opset();
     let mut slices = Vec::new();
-    for scope in shape::scope::scopes(model) {
+    for scope in crate::subgraph::scope::scopes(model) {
         let graph: &crate::ir::Graph = &scope.graph;
         for ix in graph.topo_order().unwrap_or_default() {
             let Some(op) = slice_node::classify(graph, ix, format, opset) else {
@@ -522,7 +526,11 @@ pub fn info(model: &Model) -> Info {
                 Err(e) => format!("({e})"),
             };
             slices.push(SliceInfo {
-                path: format!("{}{}", scope.prefix, shape::scope::label(graph, ix)),
+                path: format!(
+                    "{}{}",
+                    scope.prefix,
+                    crate::subgraph::scope::label(graph, ix)
+                ),
                 input: data_input_shape(graph, &scope.facts, ix),
                 node: display_name(n),
                 op: n.op_type.to_string(),

@@ -117,11 +117,10 @@ fn purge_freed_memory_early() {
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use slice_opt::check::{self, Verdict};
-use slice_opt::pipeline::{PassKind, Pipeline, Report};
+use slice_opt::pipeline::{PassKind, Report};
 use slice_opt::{Error, Model};
 
 const EXAMPLES: &str = "\
@@ -551,16 +550,6 @@ struct Outcome {
     verification: Option<String>,
 }
 
-fn file_size(p: &Path) -> u64 {
-    let mut n = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    if p.extension().is_some_and(|e| e == "xml") {
-        n += std::fs::metadata(p.with_extension("bin"))
-            .map(|m| m.len())
-            .unwrap_or(0);
-    }
-    n
-}
-
 /// Transforms `input` into `output`; `also` are files the caller writes once the save is done
 /// (the `--report` file), checked in the save's output plan.
 fn transform_one(
@@ -570,62 +559,28 @@ fn transform_one(
     output: &Path,
     also: &[&Path],
 ) -> Result<Outcome, Error> {
-    let start = Instant::now();
-    // A big IR `.bin` starts copying to the output now, while the model loads and the passes
-    // run; the save takes the copy when the `.bin` keeps its layout (most of such a save is
-    // that copy), and otherwise stops it and writes the `.bin` itself.
-    let bin_copy = match slice_opt::formats::detect_format(input) {
-        Ok(slice_opt::formats::Format::OpenVino) => {
-            slice_opt::formats::openvino::BinCopy::start(input, output)
-        }
-        _ => None,
+    // `--verify`: an ONNX model runs before and after in tract-onnx; IR rewrites were validated
+    // by the semantics core as they were made.
+    let check = |a: &Model, b: &Model| match (a, b) {
+        (Model::Onnx(a), Model::Onnx(b)) => verify(a, b, cli),
+        _ => Ok("rewrites validated by the semantics core".to_string()),
     };
-    let mut model = Model::load(input)?;
-    let load_seconds = start.elapsed().as_secs_f64();
-    // The summary (op counts before and after: two walks over every node) is computed only
-    // when something shows it: the printed table, directory mode's lines, or `--report`.
-    let shown = !cli.quiet || cli.report.is_some();
-    let ops_before = if shown {
-        slice_opt::summary::op_rows(&model)
-    } else {
-        Vec::new()
+    let opts = slice_opt::run::Options {
+        passes,
+        fold_limit: cli.fold_limit,
+        // Every change is recorded only when something shows the list (`-v`, `--report`); the
+        // summary needs the counts alone.
+        details: cli.verbose || cli.report.is_some(),
+        // The summary (op counts before and after: two walks over every node) is computed only
+        // when something shows it: the printed table, directory mode's lines, or `--report`.
+        summary: !cli.quiet || cli.report.is_some(),
+        check: cli.verify.then_some(&check as slice_opt::run::Check),
+        also,
     };
-    let original = if cli.verify {
-        Some(model.clone())
-    } else {
-        None
-    };
-    // Every change is recorded only when something shows the list (`-v`, `--report`); the
-    // summary needs the counts alone.
-    let mut report = Pipeline::with_passes(passes.to_vec())
-        .fold_limit(cli.fold_limit)
-        .details(cli.verbose || cli.report.is_some())
-        .run(&mut model)?;
-    let verification = match (&original, &model) {
-        (Some(Model::Onnx(a)), Model::Onnx(b)) => Some(verify(a, b, cli)?),
-        (Some(_), _) => Some("rewrites validated by the semantics core".to_string()),
-        (None, _) => None,
-    };
-    let save_start = Instant::now();
-    model.save_also(output, bin_copy, also)?;
-    report.load_seconds = Some(load_seconds);
-    report.save_seconds = Some(save_start.elapsed().as_secs_f64());
-    report.summary = shown.then(|| {
-        slice_opt::summary::Summary::new(
-            &ops_before,
-            &model,
-            file_size(input),
-            file_size(output),
-            start.elapsed().as_secs_f64(),
-        )
-    });
-    report.verification = verification.clone();
-    // Freeing a model of a million small allocations takes a noticeable share of a run: do it
-    // off the critical path (the process may exit before it finishes, which is fine).
-    std::thread::spawn(move || drop((model, original)));
+    let report = slice_opt::run::optimize_file(input, output, &opts)?;
     Ok(Outcome {
+        verification: report.verification.clone(),
         report,
-        verification,
     })
 }
 

@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use crate::error::Result;
 use crate::formats::Model;
+use crate::shape::Seeds;
 use petgraph::stable_graph::NodeIndex;
 
 pub use crate::report::{Change, PassKind, PassReport, Report};
@@ -110,13 +111,14 @@ impl Pipeline {
     }
 
     /// Runs every pass in order on `model`, then in every subgraph body (see
-    /// [`crate::passes::bodies`]).
+    /// [`crate::subgraph::run`]).
     pub fn run(&self, model: &mut Model) -> Result<Report> {
-        self.run_at(model, 0)
+        self.run_at(model, 0, &Seeds::default())
     }
 
-    /// Runs every pass in order on `model`, a graph `depth` bodies deep, then in its bodies.
-    pub(crate) fn run_at(&self, model: &mut Model, depth: usize) -> Result<Report> {
+    /// Runs every pass in order on `model`, a graph `depth` bodies deep whose inputs `seeds`
+    /// says what is known of from outside, then in its bodies.
+    pub(crate) fn run_at(&self, model: &mut Model, depth: usize, seeds: &Seeds) -> Result<Report> {
         let mut report = Report::default();
         // The slices the last `infer` left open (see `infer::run_open`), while no other pass
         // has rewritten the graph since (`None`: not known, any slice may be open). Only an
@@ -126,7 +128,9 @@ impl Pipeline {
             let start = Instant::now();
             let mut pr = PassReport::new(pass, self.details);
             match pass {
-                PassKind::Infer => open = Some(crate::passes::infer::run_open(model, &mut pr)?),
+                PassKind::Infer => {
+                    open = Some(crate::passes::infer::run_open(model, seeds, &mut pr)?)
+                }
                 PassKind::Fold => {
                     let folded = crate::passes::fold::run_listing(model, self.fold_limit, &mut pr)?;
                     // Folding can make slice parameters constant: infer again what it unlocked
@@ -136,7 +140,7 @@ impl Pipeline {
                         Some(open) => reaches_any(model.graph(), &folded, open),
                     };
                     if self.passes.contains(&PassKind::Infer) && unlocked {
-                        open = Some(crate::passes::infer::run_open(model, &mut pr)?);
+                        open = Some(crate::passes::infer::run_open(model, seeds, &mut pr)?);
                     }
                 }
                 PassKind::Cleanup => {
@@ -156,9 +160,43 @@ impl Pipeline {
             report.passes.push(pr);
         }
         if !self.passes.is_empty() {
-            crate::passes::bodies::run(self, model, &mut report, depth)?;
+            if depth < crate::subgraph::MAX_DEPTH {
+                self.run_bodies(model, &mut report, depth, seeds)?;
+            } else {
+                crate::subgraph::run::too_deep(model, &mut report, depth);
+            }
         }
         Ok(report)
+    }
+
+    /// Runs every pass in every body of `model` (a graph `depth` bodies deep, its inputs
+    /// seeded by `seeds`), recursively up to [`crate::subgraph::MAX_DEPTH`] levels, adding what
+    /// they did to `report` (one entry per pass, as the enclosing graph's run made): the
+    /// bodies are opened by [`crate::subgraph::run`], which writes the changed ones back.
+    fn run_bodies(
+        &self,
+        model: &mut Model,
+        report: &mut Report,
+        depth: usize,
+        seeds: &Seeds,
+    ) -> Result<()> {
+        use crate::subgraph::run;
+        let mut bodies = run::open(model, seeds);
+        let detailed;
+        let pipeline = if bodies.record_details() {
+            detailed = self.clone().details(true);
+            &detailed
+        } else {
+            self
+        };
+        while let Some(mut body) = bodies.next(report) {
+            let sub = pipeline
+                .run_at(&mut body.model, depth + 1, &body.seeds)
+                .map_err(|e| run::with_path(e, &body.prefix))?;
+            bodies.close(body, sub, report)?;
+        }
+        let written = bodies.finish();
+        run::write_back(model, written, report)
     }
 }
 

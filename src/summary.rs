@@ -20,11 +20,12 @@ use std::collections::BTreeMap;
 
 use crate::formats::{Format, Model};
 use crate::ir::{NodeKind, Origin};
+use crate::shape::slice_node::{SLICE, STRIDED_SLICE};
 
 /// The rows of the table, and the op types each counts (ONNX name, OpenVINO IR name).
 pub const ROWS: &[(&str, &[&str])] = &[
-    ("Slice", &["Slice"]),
-    ("StridedSlice", &["StridedSlice"]),
+    (SLICE, &[SLICE]),
+    (STRIDED_SLICE, &[STRIDED_SLICE]),
     ("Reshape", &["Reshape"]),
     ("Shape", &["Shape", "ShapeOf"]),
     ("Gather", &["Gather"]),

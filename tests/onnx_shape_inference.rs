@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 use slice_opt::ir::DeclaredDim;
-use slice_opt::passes::slice_node::to_dim;
+use slice_opt::shape::slice_node::to_dim;
 use slice_opt::semantics::{onnx_slice, output_shape, resolve_dims, Clamp, Dim};
 
 /// A dim of ONNX's test: a value, a `dim_param`, or `None` (unnamed).

@@ -337,7 +337,7 @@ fn ordered_propagation_equals_propagation_on_every_shipped_model() {
         let model = Model::load(path).expect("loads");
         let order = model.graph().topo_order().expect("acyclic");
         let eager = shape::propagate(&model).expect("propagates");
-        let ordered = shape::propagate_ordered(&model, &order);
+        let ordered = shape::propagate_ordered(&model, &order, &|_| None);
         let g = model.graph();
         for ix in g.g.node_indices() {
             assert_eq!(
@@ -352,4 +352,126 @@ fn ordered_propagation_equals_propagation_on_every_shipped_model() {
     }
     assert!(paths.len() >= 40, "{} models", paths.len());
     assert!(compared > 300, "{compared} outputs compared");
+}
+
+mod common;
+
+/// Facts of an ONNX model given as a protobuf, by output name.
+fn facts_of(m: &slice_opt::formats::onnx::proto::ModelProto) -> HashMap<String, Fact> {
+    use prost::Message;
+    let bytes = bytes::Bytes::from(m.encode_to_vec());
+    let onnx =
+        slice_opt::formats::onnx::OnnxModel::from_bytes(Path::new("m.onnx"), bytes).expect("loads");
+    facts_by_name(&Model::Onnx(onnx))
+}
+
+/// Issue 42, pattern B: begins and ends computed from `Shape` as exporters write them, on
+/// `x: [b, 4, seq, 16]` (opset 17). By the ONNX Slice spec (negative starts/ends get the dim
+/// added, then a positive step clamps both to `[0, dim]`, a negative one starts to
+/// `[0, dim - 1]` and ends to `[-1, dim - 1]`):
+/// - `x[:, :, -seq:, :]` (Slice, starts `-Shape(x)[2]`, ends INT64_MAX, axes [2]): start
+///   `-seq + seq = 0` (and 0 when seq = 0), end `seq`: exactly `seq` rows;
+/// - `x[:, :, ::-1, :]` written `x[:, :, -1 : -(seq + 1) : -1]` with the end from `Shape`:
+///   start `seq - 1`, end `-(seq + 1) + seq = -1`: exactly `seq` rows (0 when seq = 0, where
+///   the start's range `[0, -1]` is empty);
+/// - the first as TensorFlow's StridedSlice (begin `[0, 0, -seq]`, begin and end mask bits 0,
+///   1 and end mask bit 2): `seq` too (the TensorFlow rule agrees for a positive stride).
+#[test]
+fn slice_bounds_from_a_shape_are_exact() {
+    use common::{i64_tensor, int_attr, model, node, tensor_value};
+    use slice_opt::formats::onnx::proto;
+    let scalar = |name: &str, v: i64| proto::TensorProto {
+        dims: vec![],
+        ..i64_tensor(name, &[v])
+    };
+    let mut nodes = vec![
+        node("Shape", "shape", &["x"], &["s"]),
+        node("Gather", "n", &["s", "two"], &["n"]),
+        node("Neg", "neg_n", &["n"], &["neg_n"]),
+        node("Unsqueeze", "starts", &["neg_n", "ax0"], &["starts"]),
+        node("Slice", "tail", &["x", "starts", "max", "ax2"], &["tail"]),
+        node("Add", "n1", &["n", "one"], &["n1"]),
+        node("Neg", "neg_n1", &["n1"], &["neg_n1"]),
+        node("Unsqueeze", "ends", &["neg_n1", "ax0"], &["ends"]),
+        node(
+            "Slice",
+            "rev",
+            &["x", "minus1", "ends", "ax2", "minus1"],
+            &["rev"],
+        ),
+        node("Concat", "begin", &["zeros", "starts"], &["begin"]),
+        {
+            let mut n = node(
+                "StridedSlice",
+                "tf_tail",
+                &["x", "begin", "zeros3", "ones3"],
+                &["tf_tail"],
+            );
+            n.domain = Some("org.tensorflow".into());
+            n.attribute.push(int_attr("begin_mask", 0b011));
+            n.attribute.push(int_attr("end_mask", 0b111));
+            n
+        },
+    ];
+    nodes[9].attribute.push(int_attr("axis", 0));
+    let graph = proto::GraphProto {
+        name: Some("pattern_b".into()),
+        node: nodes,
+        initializer: vec![
+            scalar("two", 2),
+            scalar("one", 1),
+            i64_tensor("ax0", &[0]),
+            i64_tensor("ax2", &[2]),
+            i64_tensor("max", &[i64::MAX]),
+            i64_tensor("minus1", &[-1]),
+            i64_tensor("zeros", &[0, 0]),
+            i64_tensor("zeros3", &[0, 0, 0]),
+            i64_tensor("ones3", &[1, 1, 1]),
+        ],
+        input: vec![{
+            let mut x = tensor_value("x", 1, &[None, Some(4), None, Some(16)]);
+            rename_dims(&mut x, &["b", "", "seq", ""]);
+            x
+        }],
+        output: ["tail", "rev", "tf_tail"]
+            .iter()
+            .map(|n| proto::ValueInfoProto {
+                name: Some(n.to_string()),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let mut m = model(graph);
+    m.opset_import.push(proto::OperatorSetIdProto {
+        domain: Some("org.tensorflow".into()),
+        version: Some(1),
+    });
+    let facts = facts_of(&m);
+    assert_eq!(
+        facts["neg_n"].value.as_ref().map(|v| v[0].to_string()),
+        Some("-seq".to_string())
+    );
+    for out in ["tail", "rev", "tf_tail"] {
+        let shape = facts[out].shape.as_ref().expect("rank known");
+        let shown: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        assert_eq!(shown, ["b", "4", "seq", "16"], "{out}");
+    }
+}
+
+/// Renames the `dim_param`s of a value (`""`: keep the dim as it is).
+fn rename_dims(v: &mut slice_opt::formats::onnx::proto::ValueInfoProto, names: &[&str]) {
+    use slice_opt::formats::onnx::proto::{tensor_shape_proto::dimension::Value as D, type_proto};
+    let Some(type_proto::Value::TensorType(t)) = v.r#type.as_mut().and_then(|t| t.value.as_mut())
+    else {
+        return;
+    };
+    let Some(shape) = t.shape.as_mut() else {
+        return;
+    };
+    for (d, name) in shape.dim.iter_mut().zip(names) {
+        if !name.is_empty() {
+            d.value = Some(D::DimParam(name.to_string()));
+        }
+    }
 }

@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use slice_opt::formats::onnx::OnnxModel;
 use slice_opt::pipeline::PassKind;
+use slice_opt::run::{file_size, optimize_file, Options};
 use slice_opt::summary::{op_rows, Summary};
 use slice_opt::{Error, Model, Pipeline};
 
@@ -56,16 +57,6 @@ fn load(name: &str, data: Option<Vec<u8>>) -> Result<Model, Error> {
     }
 }
 
-fn file_size(p: &Path) -> u64 {
-    let mut n = std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
-    if p.extension().is_some_and(|e| e == "xml") {
-        n += std::fs::metadata(p.with_extension("bin"))
-            .map(|m| m.len())
-            .unwrap_or(0);
-    }
-    n
-}
-
 fn json<T: serde::Serialize>(v: &T) -> Result<String, Error> {
     serde_json::to_string(v).map_err(|e| Error::Usage(e.to_string()))
 }
@@ -81,12 +72,19 @@ fn optimize_impl(
     passes_list: Vec<String>,
     fold_limit: u64,
 ) -> Result<Optimized, Error> {
+    let kinds = passes(passes_list)?;
+    // File to file: the library's one "optimize a file" path, as the command line takes it.
+    if let (None, Some(o)) = (&data, output) {
+        let mut opts = Options::new(&kinds);
+        opts.fold_limit = fold_limit;
+        let report = optimize_file(Path::new(name), Path::new(o), &opts)?;
+        return Ok((None, json(&report)?));
+    }
     let start = Instant::now();
     let bytes_before = match &data {
         Some(d) => d.len() as u64,
         None => file_size(Path::new(name)),
     };
-    let kinds = passes(passes_list)?;
     let mut model = load(name, data)?;
     let load_seconds = start.elapsed().as_secs_f64();
     let before = op_rows(&model);

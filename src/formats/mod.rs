@@ -1,33 +1,22 @@
 //! Model formats: ONNX (`.onnx`) and OpenVINO IR (`.xml` + `.bin`), behind one [`Model`] type.
 
 mod copy;
+pub mod fs;
 pub mod mapped;
 pub mod onnx;
 pub mod openvino;
 pub mod output;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::ir::Graph;
 
-/// The on-disk format of a model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Onnx,
-    OpenVino,
-}
-
-impl std::fmt::Display for Format {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Format::Onnx => "ONNX",
-            Format::OpenVino => "OpenVINO IR",
-        })
-    }
-}
+/// The on-disk format of a model (defined in [`crate::ir::dialect`]; this is its public path).
+pub use crate::ir::Format;
+/// Moved to [`fs`]; re-exported at their former path.
+pub use fs::{open_regular, resolve_inside, resolved_model_dir};
 
 /// A loaded model of either format.
 #[derive(Debug, Clone)]
@@ -210,68 +199,6 @@ pub fn write_atomic_with(
         source,
     })?;
     tmp.persist()
-}
-
-/// Opens `path` for reading only when it is a regular file: a FIFO is opened without blocking
-/// (`O_NONBLOCK`) and refused, as are devices, sockets and directories, so reading a model never
-/// hangs on a FIFO or reads a device.
-pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut o = std::fs::OpenOptions::new();
-    o.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        o.custom_flags(libc::O_NONBLOCK);
-    }
-    let f = o.open(path)?;
-    let meta = f.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("is {}, not a regular file", output::kind_of(&meta)),
-        ));
-    }
-    Ok(f)
-}
-
-/// Resolves `path` (links, `..`) and checks that it is a regular file inside `dir` (also after
-/// resolving), or inside `alt_dir` when given (the directory of the model after resolving its
-/// own links: a model in a cache of linked blobs). Returns the resolved path, or the reason.
-pub fn resolve_inside(
-    path: &Path,
-    dir: &Path,
-    alt_dir: Option<&Path>,
-) -> std::result::Result<PathBuf, String> {
-    let dir = if dir.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        dir
-    };
-    let real = std::fs::canonicalize(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let inside = |d: &Path| std::fs::canonicalize(d).is_ok_and(|d| real.starts_with(d));
-    if !inside(dir) && !alt_dir.is_some_and(inside) {
-        return Err(format!(
-            "{} resolves outside the model's directory (to {}): refusing to read it",
-            path.display(),
-            real.display()
-        ));
-    }
-    let meta = std::fs::metadata(&real).map_err(|e| format!("{}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!(
-            "{} is {}, not a regular file: refusing to read it",
-            path.display(),
-            output::kind_of(&meta)
-        ));
-    }
-    Ok(real)
-}
-
-/// The directory of the model at `path` after resolving its links, when it differs from the
-/// directory as named (see [`resolve_inside`]).
-pub fn resolved_model_dir(path: &Path) -> Option<PathBuf> {
-    let real = std::fs::canonicalize(path).ok()?;
-    real.parent().map(Path::to_path_buf)
 }
 
 /// A new temporary file in the directory of `path` (to be renamed over it once complete; it

@@ -4,6 +4,7 @@
 //! output port of its source to an input port of its target. Every node remembers where it came
 //! from ([`Origin`]) so that a node no pass touched re-serializes exactly as it was read.
 
+pub mod dialect;
 mod tensor;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use petgraph::visit::{
 };
 use petgraph::Direction;
 
+pub use dialect::Format;
 pub use tensor::{DType, Tensor, TensorData};
 
 /// A name or an op type in the IR: a string kept inline up to 24 bytes (node and value names,
@@ -382,11 +384,6 @@ pub struct Graph {
     /// StridedSlice that sliced nothing: `raise` turns these back into a StridedSlice in the
     /// same run. Not written to the file.
     pub lowered_shaping: std::collections::HashSet<NodeIndex>,
-    /// What is known about graph inputs from outside the graph (a subgraph body's inputs:
-    /// outer-scope values, loop-carried values, OpenVINO port-mapped inputs), by input node
-    /// (ONNX graph input, OpenVINO `Parameter`). Propagation combines them with what the graph
-    /// declares. Not written to the file.
-    pub seeds: FastMap<NodeIndex, crate::shape::Fact>,
     /// Edges unlinked lazily, removed all at once by [`Graph::flush_detached`].
     detached: Vec<EdgeIndex>,
     /// Nodes removed lazily (edges detached), removed by [`Graph::flush_detached`].

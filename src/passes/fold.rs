@@ -14,8 +14,8 @@ use crate::formats::{Format, Model};
 use crate::ir::{DType, DeclaredDim, Graph, Node, NodeKind, Tensor, Value, ValueType};
 use crate::passes::eval::{self, EvalError};
 use crate::passes::rewrite;
-use crate::passes::slice_node::{self, DecodeError};
 use crate::report::{Change, PassReport};
+use crate::shape::slice_node::{self, DecodeError};
 
 /// Default cap on the size of one produced constant: 16 MiB.
 pub const DEFAULT_FOLD_LIMIT: u64 = 16 << 20;

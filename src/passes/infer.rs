@@ -8,10 +8,10 @@
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::ValueType;
-use crate::passes::slice_node::{self, DecodeError};
-use crate::pipeline::{Change, PassReport};
+use crate::report::{Change, PassReport};
 use crate::semantics;
 use crate::shape;
+use crate::shape::slice_node::{self, DecodeError};
 
 /// The inferred output type of one slice node (as the file will declare it, and as exact
 /// [`semantics::Dim`]s), or why there is none.
@@ -149,14 +149,16 @@ fn note_facts(
 /// Runs shape inference on every slice node of `model`. Invalid parameters are an error naming
 /// the node; a node whose input shape or parameters are unknown is reported as skipped.
 pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
-    run_open(model, report).map(|_| ())
+    run_open(model, &shape::Seeds::default(), report).map(|_| ())
 }
 
 /// [`run`], also listing the slices left open: skipped, or with an output dim known only by
 /// its bounds. Only such a slice can gain from running again after `fold` (an exact dim,
-/// number or expression, is the same whatever folding did upstream).
+/// number or expression, is the same whatever folding did upstream). `seeds`: what is known
+/// about the graph's inputs from outside it (a subgraph body's).
 pub(crate) fn run_open(
     model: &mut Model,
+    seeds: &shape::Seeds,
     report: &mut PassReport,
 ) -> Result<Vec<petgraph::stable_graph::NodeIndex>> {
     let mut open = Vec::new();
@@ -164,7 +166,7 @@ pub(crate) fn run_open(
         .graph()
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
-    let mut facts = shape::propagate_ordered(model, &order);
+    let mut facts = shape::propagate_ordered(model, &order, &|ix| seeds.get(&ix).cloned());
     let mut declare = Declare::new(model.format());
     for ix in order {
         let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare) else {

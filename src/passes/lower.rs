@@ -22,7 +22,7 @@ use crate::formats::{Format, Model};
 use crate::ir::{Attr, DeclaredDim, Graph, OutletId};
 use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
-use crate::passes::slice_node::{self, SliceOp};
+use crate::shape::slice_node::{self, SliceOp};
 use crate::report::{Change, PassReport};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, ResolvedAxis, SlicePlan};
 use petgraph::stable_graph::NodeIndex;
@@ -59,46 +59,6 @@ impl Val {
 /// size), where TensorFlow selects nothing and Slice the first element: start and stop become
 /// `0:0` at run time when `start < -dim`.
 type SliceAxis = (usize, Val, Val, i64, bool);
-
-/// Per plan entry, the spec entries its non-constant begin and end come from.
-type Sources = Vec<(Option<usize>, Option<usize>)>;
-
-/// Which spec entry each plan entry's begin and end come from: the spec decoded again with
-/// every begin and end replaced by a tag naming its entry.
-fn entry_sources(
-    graph: &Graph,
-    ix: NodeIndex,
-    op: SliceOp,
-    rank: usize,
-) -> std::result::Result<(Sources, (usize, usize)), String> {
-    const TAG: i64 = 1 << 40;
-    let (mut spec, flavour) =
-        slice_node::strided_slice_spec(graph, ix, op).map_err(|e| format!("left as is: {e}"))?;
-    spec.begin = (0..spec.begin.len())
-        .map(|j| Some(TAG + j as i64))
-        .collect();
-    spec.end = (0..spec.end.len())
-        .map(|j| Some(2 * TAG + j as i64))
-        .collect();
-    let lens = (spec.begin.len(), spec.end.len());
-    let plan =
-        semantics::strided_slice(&spec, flavour, rank).map_err(|e| format!("left as is: {e}"))?;
-    let tag = |v: i64, base: i64| (base..base + TAG).contains(&v).then(|| (v - base) as usize);
-    let of = |b: Bound, base: i64| match b {
-        Bound::Index(v) => tag(v, base),
-        _ => None,
-    };
-    let sources = plan
-        .axes
-        .iter()
-        .map(|a| match *a {
-            AxisPlan::Range { begin, end, .. } => (of(begin, TAG), of(end, 2 * TAG)),
-            AxisPlan::Shrink { index, .. } => (index.and_then(|v| tag(v, TAG)), None),
-            AxisPlan::NewAxis => (None, None),
-        })
-        .collect();
-    Ok((sources, lens))
-}
 
 /// True when `begin:end:step` selects nothing on an axis of any size: both indices of one sign
 /// (so adding the dim to negative ones and clamping keep their order) and `end` not past
@@ -334,10 +294,17 @@ fn lower_node(
     }
     let sn = slice_node::decode(graph, ix, op).map_err(|e| format!("left as is: {e}"))?;
     let constant = sn.plan.is_constant();
-    let (sources, lens) = if constant {
-        (vec![(None, None); sn.plan.axes.len()], (0, 0))
+    // Per plan entry, the begin/end elements it reads, when some are taken at run time.
+    let sources: Vec<(Option<usize>, Option<usize>)> = if constant {
+        vec![(None, None); sn.plan.axes.len()]
     } else {
-        entry_sources(graph, ix, op, sn.plan.input_rank)?
+        let p = &sn.provenance;
+        p.begin.iter().copied().zip(p.end.iter().copied()).collect()
+    };
+    let lens = if constant {
+        (0, 0)
+    } else {
+        (sn.provenance.len, sn.provenance.len)
     };
     let clamp = op.clamp();
     let rank = sn.plan.input_rank;
@@ -592,15 +559,14 @@ fn lower_node(
             let stop = b.const_i64("stop", &sliced.iter().map(|a| c(a.2)).collect::<Vec<_>>());
             (start, stop)
         } else {
-            let param = |port| {
-                b.graph
-                    .input(ix, port)
+            let param = |port: Option<usize>| {
+                port.and_then(|p| b.graph.input(ix, p))
                     .ok_or("left as is: begin or end missing")
             };
             let params = if constant {
                 None
             } else {
-                Some((param(1)?, param(2)?))
+                Some((param(sn.ports.begin)?, param(sn.ports.end)?))
             };
             let rt = RunTime {
                 shrinks: runtime_shrinks,
@@ -620,7 +586,7 @@ fn lower_node(
         let ty = rewrite::ty_like(b.graph, sn.data, Some(slice_out.clone()));
         let node = b.op(
             name.map(Into::into),
-            "Slice",
+            slice_node::SLICE,
             if ir { "opset8" } else { "" },
             &inputs,
             Vec::new(),
@@ -629,7 +595,7 @@ fn lower_node(
         );
         cur = OutletId { node, port: 0 };
         last = Some(node);
-        parts.push("Slice");
+        parts.push(slice_node::SLICE);
     }
     let out_shape: Vec<DeclaredDim> = out_dims.iter().map(|(d, _)| d.clone()).collect();
     match &shaping {

@@ -1,7 +1,5 @@
-//! Passes over the IR, one file each, plus the one place that decodes slice nodes and the
-//! evaluator of constant tensors.
+//! Passes over the IR, one file each, plus the evaluator of constant tensors.
 
-pub mod bodies;
 pub mod cleanup;
 pub mod eval;
 pub mod fold;
@@ -9,4 +7,5 @@ pub mod infer;
 pub mod lower;
 pub mod raise;
 pub mod rewrite;
-pub mod slice_node;
+/// Moved to [`crate::shape::slice_node`]; re-exported here for one release.
+pub use crate::shape::slice_node;

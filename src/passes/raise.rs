@@ -20,7 +20,7 @@ use crate::formats::{Format, Model};
 use crate::ir::{Attr, Graph, NodeKind, OutletId};
 use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
-use crate::passes::slice_node::{self, SliceOp};
+use crate::shape::slice_node::{self, SliceOp};
 use crate::report::{Change, PassReport};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, Flavour, ResolvedAxis, StridedSliceSpec};
 
@@ -253,14 +253,9 @@ fn raise_node(
         (Flavour::Tf, Clamp::Tf)
     };
     let rank = sn.plan.input_rank;
-    // Starts/ends taken at run time: which of their elements slices each input axis.
-    let positions = if constant {
-        None
-    } else {
-        Some(slice_node::slice_param_positions(graph, ix, op, rank).ok_or(
-            "left as is: non-constant starts or ends with axes not constant or of unknown length",
-        )?)
-    };
+    // Starts/ends taken at run time: the element each plan entry (one per input axis, in
+    // order) reads, as the decoder found.
+    let prov = (!constant).then_some(&sn.provenance);
     let dims = rewrite::known_dims(graph, sn.data).unwrap_or_else(|| vec![None; rank]);
     let static_dims: Option<Vec<u64>> = dims.iter().copied().collect();
     let old_sel = match &static_dims {
@@ -274,7 +269,7 @@ fn raise_node(
     let mut ents = Vec::with_capacity(rank);
     let mut single: Vec<Option<i64>> = Vec::with_capacity(rank);
     let mut out_dims: Vec<Option<u64>> = Vec::with_capacity(rank);
-    for entry in &sn.plan.axes {
+    for (k, entry) in sn.plan.axes.iter().enumerate() {
         let AxisPlan::Range {
             axis,
             begin,
@@ -333,17 +328,16 @@ fn raise_node(
                     return Err(format!("left as is: {why}"));
                 }
             }
-            let src = positions.as_ref().and_then(|(p, _)| p[axis]);
-            let val = |b: Bound| match b {
+            let val = |b: Bound, src: Option<&Vec<Option<usize>>>| match b {
                 Bound::Index(v) => Ok((v, false, None)),
                 Bound::Edge => Ok((0, true, None)),
-                Bound::Dynamic => match src {
+                Bound::Dynamic => match src.and_then(|s| s.get(k).copied().flatten()) {
                     Some(j) => Ok((0, false, Some(j))),
                     None => Err("internal: a non-constant bound without its source".to_string()),
                 },
             };
-            let (b, bm, bs) = val(begin)?;
-            let (e, em, es) = val(end)?;
+            let (b, bm, bs) = val(begin, prov.map(|p| &p.begin))?;
+            let (e, em, es) = val(end, prov.map(|p| &p.end))?;
             ents.push(Ent {
                 begin: b,
                 end: e,
@@ -387,16 +381,17 @@ fn raise_node(
             }
         }
     }
-    let params = match positions {
+    let params = match prov {
         None => None,
-        Some((pos, n)) => {
-            let input = |port| {
-                graph
-                    .input(ix, port)
+        Some(prov) => {
+            let input = |port: Option<usize>| {
+                port.and_then(|p| graph.input(ix, p))
                     .ok_or("left as is: starts or ends missing")
             };
+            // Per element, the input axis it slices (entry `a` of a Slice plan is axis `a`).
+            let n = prov.len;
             let mut axes = vec![0; n];
-            for (a, p) in pos.iter().enumerate() {
+            for (a, p) in prov.begin.iter().enumerate() {
                 if let Some(j) = p {
                     axes[*j] = a;
                 }
@@ -405,8 +400,8 @@ fn raise_node(
             // the first element: such begins are raised to -dim first.
             let clamp_begin = !ir && ents.iter().any(|e| e.begin_src.is_some() && e.stride < 0);
             Some(Params {
-                start: input(1)?,
-                stop: input(2)?,
+                start: input(sn.ports.begin)?,
+                stop: input(sn.ports.end)?,
                 n,
                 axes,
                 dims: dims.clone(),
@@ -717,7 +712,7 @@ fn build_strided(
         .collect();
     let node = b.op(
         Some(name.into()),
-        "StridedSlice",
+        slice_node::STRIDED_SLICE,
         if ir { "opset1" } else { TF_DOMAIN },
         &[Some(data), Some(bc), Some(ec), Some(sc)],
         attrs,

@@ -7,10 +7,10 @@ use crate::formats::Format;
 use crate::ir::{
     Attr, DType, DeclaredDim, Graph, Node, NodeKind, OutletId, Tensor, Value, ValueType,
 };
-use crate::passes::slice_node;
 use crate::semantics::{
     self, AxisPlan, Bound, Clamp, ResolvedAxis, SliceError, SlicePlan, DEFAULT_MAX_ELEMENTS,
 };
+use crate::shape::slice_node;
 
 /// Per input axis: the dim when known (a known value or an interval `n..n`).
 pub fn known_dims(graph: &Graph, outlet: OutletId) -> Option<Vec<Option<u64>>> {

@@ -20,7 +20,7 @@ pub mod resolve;
 pub use decode::{onnx_slice, ov_slice8, strided_slice, Flavour, StridedSliceSpec};
 pub use dim::{Dim, Symbol};
 pub use gather::{gather, gather_resolved, Runs, DEFAULT_MAX_ELEMENTS};
-pub use plan::{AxisPlan, Bound, SlicePlan};
+pub use plan::{AxisPlan, Bound, Provenance, SlicePlan};
 pub use resolve::{
     output_shape, range_dim_sym, resolve_concrete, resolve_dims, resolve_dims_sym, Clamp,
     ResolvedAxis, SymBound, SymParams,

@@ -60,6 +60,23 @@ pub struct SlicePlan {
     pub axes: Vec<AxisPlan>,
 }
 
+/// Where each plan entry's begin and end were read from, decided once by the decoder: the
+/// position in the op's begin list (`begin`, `starts`, `start`) and end list (`end`, `ends`,
+/// `stop`). A shrink's index is its begin. `None`: the bound does not come from the list (a mask,
+/// an edge such as an axis a Slice does not list or an ellipsis, a new axis, a shrink's end).
+///
+/// This is what lets a pass put a value known only at run time (or as an expression) where the
+/// plan says [`Bound::Dynamic`], without knowing the op's decoding rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Provenance {
+    /// Per plan entry: the element of the begin list that gives its begin (or shrink index).
+    pub begin: Vec<Option<usize>>,
+    /// Per plan entry: the element of the end list that gives its end.
+    pub end: Vec<Option<usize>>,
+    /// The length of the begin and of the end list (the decoders refuse unequal lengths).
+    pub len: usize,
+}
+
 impl SlicePlan {
     /// Rank of the output.
     pub fn output_rank(&self) -> usize {

@@ -11,7 +11,7 @@
 //! All arithmetic is on `i128`: `INT64_MIN`/`INT64_MAX` bounds cannot overflow.
 
 use super::dim::Dim;
-use super::plan::{AxisPlan, Bound, SlicePlan};
+use super::plan::{AxisPlan, Bound, Provenance, SlicePlan};
 use super::SliceError;
 
 /// The clamping rule for reverse ranges (the one place the flavours differ after decoding).
@@ -264,6 +264,10 @@ fn norm_clamp(v: &Dim, d: &Dim, lo: &Dim, hi: &Dim) -> Dim {
         _ => {
             let a = clamp_dim(v, lo, hi);
             let b = clamp_dim(&v.add(d), lo, hi);
+            // Both readings agree whatever the sign (`v = -d`: 0 either way): no selector.
+            if a.provably_equal(&b) {
+                return a;
+            }
             // Both lie in [lo, hi] ⊂ [-1, d]: m = d.hi + 2 > every value, and m*|v| >= m for v != 0.
             let m = match d.bounds().1.and_then(|h| h.checked_add(2)) {
                 Some(m) => m,
@@ -299,6 +303,12 @@ fn is_stop(e: &SymBound) -> bool {
     }
 }
 
+/// An unknown output dim within `[lo, hi]`: at least 0, and an upper bound of `i64::MAX` says
+/// nothing (every dim is at most that).
+fn output_bounds(lo: Option<i64>, hi: Option<i64>) -> Dim {
+    Dim::unknown_bounded(lo.unwrap_or(0).max(0), hi.filter(|&h| h < i64::MAX))
+}
+
 /// Output dim of a range on `d` (a value, an expression or an unknown with bounds) with begin and
 /// end that may be expressions: the tightest the inputs allow, exact for every value of the
 /// symbols. An unknown `d` is treated as a fresh symbol with its bounds, and the result is the
@@ -316,7 +326,7 @@ pub fn range_dim_sym(
         let fresh = Dim::symbol_bounded("\u{0}d", lo.unwrap_or(0), hi);
         let r = range_dim_sym(&fresh, begin, end, step, clamp);
         let (rlo, rhi) = r.bounds();
-        return Dim::unknown_bounded(rlo.unwrap_or(0).max(0), rhi);
+        return output_bounds(rlo, rhi);
     }
     // The whole axis with step 1 (every axis a Slice does not name, `x[:]`, `x[0:INT64_MAX]`):
     // `d` itself, with no expression algebra (which would rebuild `max(d - 0, 0)` and simplify
@@ -398,17 +408,18 @@ pub fn range_dim_sym(
     if r.is_unknown() {
         // Lost in the algebra (overflow, size): the bounds are still right.
         let (lo, hi) = r.bounds();
-        return Dim::unknown_bounded(lo.unwrap_or(0).max(0), hi.or(d.bounds().1));
+        // A range never selects more than the dim has.
+        let hi = match (hi, d.bounds().1) {
+            (Some(h), Some(dh)) => Some(h.min(dh)),
+            (h, dh) => h.or(dh),
+        };
+        return output_bounds(lo, hi);
     }
     r
 }
 
-/// Decodes a slice node from its begin and end values (`None`: not constant).
-pub type DecodeFn<'a> =
-    dyn Fn(&[Option<i64>], &[Option<i64>]) -> Result<SlicePlan, SliceError> + 'a;
-
 /// Symbolic begin/end values for the `Dynamic` bounds of a plan, one pair per plan entry (in
-/// plan order; `None`: keep the plan's bound). Build it with [`SymParams::locate`].
+/// plan order; `None`: keep the plan's bound). Build it with [`SymParams::from_provenance`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SymParams {
     /// Per plan entry: the begin (or shrink index) value.
@@ -418,74 +429,36 @@ pub struct SymParams {
 }
 
 impl SymParams {
-    /// Finds which plan entry each symbolic parameter element feeds, for any slice op, without
-    /// knowing its decoding rules: `decode(begin, end)` decodes the node with the given begin
-    /// (`starts`, `start`) and end (`ends`, `stop`) values (`None`: not constant). `begin` and
-    /// `end` hold the elements as dims (known values, expressions, unknowns).
-    ///
-    /// Each expression element is probed alone (set to a constant while the others stay as they
-    /// are); the entry whose bound turns from `Dynamic` into that index is the one it feeds.
-    /// Returns the plan decoded with the constant elements, and the symbolic values.
-    pub fn locate(
-        decode: &DecodeFn<'_>,
-        begin: &[Dim],
-        end: &[Dim],
-    ) -> Result<(SlicePlan, SymParams), SliceError> {
-        let base_b: Vec<Option<i64>> = begin.iter().map(Dim::as_known).collect();
-        let base_e: Vec<Option<i64>> = end.iter().map(Dim::as_known).collect();
-        let plan = decode(&base_b, &base_e)?;
-        let n = plan.axes.len();
-        let mut out = SymParams {
-            begin: vec![None; n],
-            end: vec![None; n],
+    /// The values of the begin and end lists (`begin`, `end`: their elements as dims, known
+    /// values, expressions or unknowns; empty when nothing is known) placed at the plan entries
+    /// that read them, as the decoder recorded in `provenance`. Kept: expressions and unknowns
+    /// (with their bounds: a value computed from an interval dim, or a plain unknown, `>= 0`);
+    /// a known element is already in the plan.
+    pub fn from_provenance(provenance: &Provenance, begin: &[Dim], end: &[Dim]) -> SymParams {
+        let place = |from: &[Option<usize>], values: &[Dim]| -> Vec<Option<Dim>> {
+            from.iter()
+                .map(|j| {
+                    let v = values.get((*j)?)?;
+                    says_more(v).then(|| v.clone())
+                })
+                .collect()
         };
-        for (list, is_begin) in [(begin, true), (end, false)] {
-            for (j, v) in list.iter().enumerate() {
-                if v.is_known() || v.is_unknown() {
-                    continue;
-                }
-                let (mut b, mut e) = (base_b.clone(), base_e.clone());
-                if is_begin {
-                    b[j] = Some(0);
-                } else {
-                    e[j] = Some(0);
-                }
-                let Ok(probe) = decode(&b, &e) else { continue };
-                if probe.axes.len() != n {
-                    continue;
-                }
-                for (k, (p0, p1)) in plan.axes.iter().zip(&probe.axes).enumerate() {
-                    match (p0, p1) {
-                        (
-                            AxisPlan::Range {
-                                begin: b0, end: e0, ..
-                            },
-                            AxisPlan::Range {
-                                begin: b1, end: e1, ..
-                            },
-                        ) => {
-                            if *b0 == Bound::Dynamic && *b1 != Bound::Dynamic {
-                                out.begin[k] = Some(v.clone());
-                            }
-                            if *e0 == Bound::Dynamic && *e1 != Bound::Dynamic {
-                                out.end[k] = Some(v.clone());
-                            }
-                        }
-                        (
-                            AxisPlan::Shrink { index: None, .. },
-                            AxisPlan::Shrink { index: Some(_), .. },
-                        ) => out.begin[k] = Some(v.clone()),
-                        _ => {}
-                    }
-                }
-            }
+        SymParams {
+            begin: place(&provenance.begin, begin),
+            end: place(&provenance.end, end),
         }
-        Ok((plan, out))
     }
 }
 
+/// True when a parameter element says more than the plan's `Dynamic` (whose value may be any
+/// integer) without being in the plan already: an expression, or an unknown value, whose bounds
+/// say something (a plain unknown is `>= 0`: a value computed from a dim).
+fn says_more(v: &Dim) -> bool {
+    !v.is_known()
+}
+
 /// Output dims of a plan whose `Dynamic` begins/ends may be given as expressions (`params`, see
-/// [`SymParams::locate`]): exact for every value of the symbols. A shrink with a symbolic index
+/// [`SymParams::from_provenance`]): exact for every value of the symbols. A shrink with a symbolic index
 /// is not checked against the dim.
 pub fn resolve_dims_sym(
     plan: &SlicePlan,
@@ -541,8 +514,93 @@ pub fn resolve_dims(plan: &SlicePlan, dims: &[Dim], clamp: Clamp) -> Result<Vec<
 mod tests {
     use super::*;
     use crate::semantics::decode::TfMasks;
-    use crate::semantics::{onnx_slice, strided_slice, Flavour, StridedSliceSpec};
+    use crate::semantics::decode::{onnx_slice_with_provenance, strided_slice_with_provenance};
+    use crate::semantics::{onnx_slice, Flavour, StridedSliceSpec};
     use std::collections::HashMap;
+
+    /// Decodes a slice from its begin and end values (`None`: not constant).
+    type DecodeFn<'a> =
+        dyn Fn(&[Option<i64>], &[Option<i64>]) -> Result<(SlicePlan, Provenance), SliceError> + 'a;
+
+    /// The oracle for [`SymParams::from_provenance`]: finds which plan entry each symbolic
+    /// parameter element feeds without knowing the op's decoding rules. Each expression element
+    /// is probed alone (set to a constant while the others stay as they are); the entry whose
+    /// bound turns from `Dynamic` into that index is the one it feeds.
+    fn locate(
+        decode: &DecodeFn<'_>,
+        begin: &[Dim],
+        end: &[Dim],
+    ) -> Result<(SlicePlan, SymParams), SliceError> {
+        let base_b: Vec<Option<i64>> = begin.iter().map(Dim::as_known).collect();
+        let base_e: Vec<Option<i64>> = end.iter().map(Dim::as_known).collect();
+        let (plan, _) = decode(&base_b, &base_e)?;
+        let n = plan.axes.len();
+        let mut out = SymParams {
+            begin: vec![None; n],
+            end: vec![None; n],
+        };
+        for (list, is_begin) in [(begin, true), (end, false)] {
+            for (j, v) in list.iter().enumerate() {
+                if !says_more(v) {
+                    continue;
+                }
+                let (mut b, mut e) = (base_b.clone(), base_e.clone());
+                if is_begin {
+                    b[j] = Some(0);
+                } else {
+                    e[j] = Some(0);
+                }
+                let Ok((probe, _)) = decode(&b, &e) else {
+                    continue;
+                };
+                if probe.axes.len() != n {
+                    continue;
+                }
+                for (k, (p0, p1)) in plan.axes.iter().zip(&probe.axes).enumerate() {
+                    match (p0, p1) {
+                        (
+                            AxisPlan::Range {
+                                begin: b0, end: e0, ..
+                            },
+                            AxisPlan::Range {
+                                begin: b1, end: e1, ..
+                            },
+                        ) => {
+                            if *b0 == Bound::Dynamic && *b1 != Bound::Dynamic {
+                                out.begin[k] = Some(v.clone());
+                            }
+                            if *e0 == Bound::Dynamic && *e1 != Bound::Dynamic {
+                                out.end[k] = Some(v.clone());
+                            }
+                        }
+                        (
+                            AxisPlan::Shrink { index: None, .. },
+                            AxisPlan::Shrink { index: Some(_), .. },
+                        ) => out.begin[k] = Some(v.clone()),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok((plan, out))
+    }
+
+    /// The plan and the symbolic parameters of a slice, placed by the decoder's provenance, after
+    /// checking them against the oracle.
+    fn placed(
+        decode: &DecodeFn<'_>,
+        begin: &[Dim],
+        end: &[Dim],
+    ) -> Result<(SlicePlan, SymParams), SliceError> {
+        let base_b: Vec<Option<i64>> = begin.iter().map(Dim::as_known).collect();
+        let base_e: Vec<Option<i64>> = end.iter().map(Dim::as_known).collect();
+        let (plan, prov) = decode(&base_b, &base_e)?;
+        let params = SymParams::from_provenance(&prov, begin, end);
+        let (oracle_plan, oracle) = locate(decode, begin, end)?;
+        assert_eq!(plan, oracle_plan);
+        assert_eq!(params, oracle, "{plan} from {prov:?}");
+        Ok((plan, params))
+    }
 
     #[test]
     fn symbolic_begin_of_unknown_sign_is_exact() {
@@ -551,10 +609,9 @@ mod tests {
         let (q, k) = (Dim::symbol("q"), Dim::symbol("k"));
         for step in [1i64, 2, -1] {
             let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
-                onnx_slice(b, e, Some(&[0]), Some(&[Some(step)]), 1, 13)
+                onnx_slice_with_provenance(b, e, Some(&[0]), Some(&[Some(step)]), 1, 13)
             };
-            let (plan, params) =
-                SymParams::locate(&decode, &[k.sub(&q)], std::slice::from_ref(&k)).unwrap();
+            let (plan, params) = placed(&decode, &[k.sub(&q)], std::slice::from_ref(&k)).unwrap();
             let sym = resolve_dims_sym(&plan, &[Dim::known(32)], Clamp::Ov, &params).unwrap();
             assert!(!sym[0].is_unknown(), "{}", sym[0]);
             for qv in 0..40i64 {
@@ -634,9 +691,9 @@ mod tests {
             let mut spec = StridedSliceSpec::from_tf_bits(&[0, 0, 0], &[0, 0, 0], None, m);
             spec.begin = b.to_vec();
             spec.end = e.to_vec();
-            strided_slice(&spec, Flavour::Tf, 2)
+            strided_slice_with_provenance(&spec, Flavour::Tf, 2)
         };
-        let (plan, params) = SymParams::locate(
+        let (plan, params) = placed(
             &decode,
             &[Dim::known(0), Dim::known(0), n.clone()],
             &[Dim::known(0), Dim::known(0), Dim::known(0)],
@@ -653,6 +710,122 @@ mod tests {
         assert_eq!(shown[..2], ["3".to_string(), "1".to_string()]);
         let b: HashMap<String, i64> = [("n".into(), 2), ("T".into(), 7)].into();
         assert_eq!(out[2].eval(&b), Some(5), "{}", out[2]);
+    }
+
+    #[test]
+    fn provenance_places_parameters_where_probing_finds_them() {
+        // Every combination of the five TensorFlow masks over three entries (and OpenVINO mask
+        // lists of the same bits), on ranks 1 to 4, begin/end elements a mix of expressions,
+        // constants and unknowns: the decoder's provenance places each expression on the entry
+        // the probing oracle finds. Combinations the decoder refuses are skipped.
+        let x = |i: usize| Dim::symbol(&format!("x{i}"));
+        let lists: [Vec<Dim>; 3] = [
+            (0..3).map(x).collect(),
+            vec![x(0), Dim::known(2), Dim::unknown()],
+            vec![
+                Dim::known(-1),
+                Dim::unknown_bounded(-4, Some(9)),
+                x(2).neg(),
+            ],
+        ];
+        let mut checked = 0;
+        for bits in 0u32..1 << 15 {
+            let m = |k: u32| i64::from((bits >> (3 * k)) & 7);
+            let masks = TfMasks {
+                begin: m(0),
+                end: m(1),
+                ellipsis: m(2),
+                new_axis: m(3),
+                shrink: m(4),
+            };
+            // A sample of the combinations (all would take long in a debug build).
+            if bits % 7 != 0 {
+                continue;
+            }
+            for rank in 1..=4 {
+                for flavour in [Flavour::Tf, Flavour::Ov] {
+                    for (begin, end) in [(&lists[0], &lists[1]), (&lists[2], &lists[0])] {
+                        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+                            let mut spec =
+                                StridedSliceSpec::from_tf_bits(&[0; 3], &[0; 3], None, masks);
+                            spec.begin = b.to_vec();
+                            spec.end = e.to_vec();
+                            strided_slice_with_provenance(&spec, flavour, rank)
+                        };
+                        if placed(&decode, begin, end).is_ok() {
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 5000, "{checked}");
+        // ONNX Slice: listed axes in any order, negative ones included.
+        for axes in [&[0i64, 1, 2][..], &[2, 0, 1], &[-1, 0, -2], &[1, 2, 0]] {
+            for rank in 3..=4 {
+                let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+                    onnx_slice_with_provenance(b, e, Some(axes), None, rank, 13)
+                };
+                placed(&decode, &lists[0], &lists[2]).unwrap();
+                placed(&decode, &lists[1], &lists[0]).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn negative_begins_and_ends_from_a_shape_are_exact() {
+        // Issue 42, pattern B, by the ONNX Slice spec (positive step: starts and ends below 0
+        // get the dim added, then clamp to [0, dim]; negative step: starts clamp to
+        // [0, dim - 1], ends to [-1, dim - 1]).
+        let seq = Dim::symbol("seq");
+        let dims = [Dim::symbol("b"), Dim::known(4), seq.clone(), Dim::known(16)];
+        // x[:, :, -seq:, :]: start -seq + seq = 0 for seq > 0, and 0 (clamped) for seq = 0;
+        // end INT64_MAX clamps to seq: exactly seq.
+        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+            onnx_slice_with_provenance(b, e, Some(&[2]), None, 4, 13)
+        };
+        let (plan, params) = placed(&decode, &[seq.neg()], &[Dim::known(i64::MAX)]).unwrap();
+        let out = resolve_dims_sym(&plan, &dims, Clamp::Ov, &params).unwrap();
+        assert_eq!(out, dims, "{}", out[2]);
+        // x[::-1] as exporters write it, x[-1 : -(N + 1) : -1] with N = Shape(x)[0]: start
+        // -1 + N = N - 1, end -(N + 1) + N = -1 (clamped to [-1, N - 1]): N elements. For N = 0
+        // both are -1 after clamping (start's [0, -1] is empty): 0 = N.
+        let n = Dim::symbol("N");
+        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+            onnx_slice_with_provenance(b, e, Some(&[0]), Some(&[Some(-1)]), 1, 13)
+        };
+        let end = n.add_const(1).neg();
+        let (plan, params) = placed(&decode, &[Dim::known(-1)], &[end]).unwrap();
+        let out = resolve_dims_sym(&plan, std::slice::from_ref(&n), Clamp::Ov, &params).unwrap();
+        assert_eq!(out, [n], "{}", out[0]);
+    }
+
+    #[test]
+    fn unknown_begins_and_ends_keep_what_their_bounds_say() {
+        // A value element computed from an unknown dim is unknown but `>= 0`. OpenVINO Slice-8
+        // x[:, ?:1000000000] on `?`: at most 1e9 - 0 elements (tf2onnx's `x[:, T // 2:]`).
+        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+            crate::semantics::decode::ov_slice8_with_provenance(b, e, None, None, 2)
+        };
+        let (plan, params) = placed(
+            &decode,
+            &[Dim::known(0), Dim::unknown()],
+            &[Dim::known(1_000_000_000), Dim::known(1_000_000_000)],
+        )
+        .unwrap();
+        let dims = [Dim::unknown(), Dim::unknown()];
+        let out = resolve_dims_sym(&plan, &dims, Clamp::Ov, &params).unwrap();
+        assert_eq!(out[1].to_string(), "0..1000000000");
+        // x[:, :?] on `?` (the end unknown and >= 0): nothing bounds it; no vacuous
+        // `0..9223372036854775807` either.
+        let (plan, params) = placed(
+            &decode,
+            &[Dim::known(0), Dim::known(0)],
+            &[Dim::known(i64::MAX), Dim::unknown()],
+        )
+        .unwrap();
+        let out = resolve_dims_sym(&plan, &dims, Clamp::Ov, &params).unwrap();
+        assert_eq!(out[1], Dim::unknown(), "{}", out[1]);
     }
 
     #[test]

@@ -28,8 +28,8 @@ mod gather;
 mod manip;
 mod matmul;
 mod reduce;
-pub mod scope;
 pub mod slice;
+pub mod slice_node;
 
 use petgraph::stable_graph::NodeIndex;
 use petgraph::visit::NodeIndexable;
@@ -37,7 +37,6 @@ use petgraph::visit::NodeIndexable;
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::{DType, Graph, Node, NodeKind, OutletId};
-use crate::passes::slice_node;
 use crate::semantics::Dim;
 
 /// The largest integer tensor (element count) that carries a symbolic value.
@@ -118,13 +117,12 @@ pub struct Facts {
 const OUTPUT_SHAPE: u32 = u32::MAX;
 
 /// The result of [`slice::slice_dims`] without the decoded node.
-pub(crate) type SliceDims = std::result::Result<Vec<Dim>, crate::passes::slice_node::DecodeError>;
+pub(crate) type SliceDims = std::result::Result<Vec<Dim>, slice_node::DecodeError>;
 
 /// [`SliceDims`] as propagation keeps it: `Ok(None)` when the dims are the shape of the slice's
 /// output fact (no dim unknown, so merging with what the file declares kept them), to keep
 /// one copy of them, not two.
-pub(crate) type SliceMemo =
-    std::result::Result<Option<Vec<Dim>>, crate::passes::slice_node::DecodeError>;
+pub(crate) type SliceMemo = std::result::Result<Option<Vec<Dim>>, slice_node::DecodeError>;
 
 static UNKNOWN: Fact = Fact {
     dtype: None,
@@ -455,18 +453,28 @@ pub fn propagate(model: &Model) -> Result<Facts> {
         .graph()
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
-    Ok(propagate_ordered(model, &order))
+    Ok(propagate_ordered(model, &order, &|_| None))
 }
 
+/// What is known about graph inputs from outside the graph (a subgraph body's inputs:
+/// outer-scope values, loop-carried values, OpenVINO port-mapped inputs), by input node (ONNX
+/// graph input, OpenVINO `Parameter`). Propagation combines them with what the graph declares.
+/// The pipeline hands them to the run on a body ([`crate::pipeline::Pipeline::run`]).
+pub type Seeds = crate::ir::FastMap<NodeIndex, Fact>;
+
 /// [`propagate`] along `order`, a topological order of `model`'s graph
-/// ([`Graph::topo_order`]) the caller already has.
-pub fn propagate_ordered(model: &Model, order: &[NodeIndex]) -> Facts {
-    let graph = model.graph();
+/// ([`Graph::topo_order`]) the caller already has, with what `seed` knows about graph inputs
+/// from outside the graph (`&|_| None`: nothing; see [`Seeds`]).
+pub fn propagate_ordered(
+    model: &Model,
+    order: &[NodeIndex],
+    seed: &dyn Fn(NodeIndex) -> Option<Fact>,
+) -> Facts {
     propagate_in(
-        graph,
+        model.graph(),
         model.format(),
         model.onnx_opset(),
-        &|ix| graph.seeds.get(&ix).cloned(),
+        seed,
         order,
     )
 }
@@ -579,12 +587,8 @@ mod tests {
             let mut nodes: Vec<_> = graph.g.node_indices().collect();
             nodes.reverse();
             for ix in nodes {
-                let Some(op) = crate::passes::slice_node::classify(
-                    graph,
-                    ix,
-                    model.format(),
-                    model.onnx_opset(),
-                ) else {
+                let Some(op) = slice_node::classify(graph, ix, model.format(), model.onnx_opset())
+                else {
                     assert!(facts.take_slice_dims(ix).is_none(), "{path:?}: not a slice");
                     continue;
                 };

@@ -26,6 +26,8 @@ use crate::ir::{
     Wire,
 };
 
+/// Moved to [`crate::formats::fs`]; re-exported at their former path.
+pub use crate::formats::fs::{map_file, map_file_sparse, map_file_with_handle};
 pub use tensor::{tensor_from_proto, tensor_to_proto, ExternalFiles};
 
 /// The protobuf types generated from `proto/onnx.proto`.
@@ -154,7 +156,7 @@ impl OnnxModel {
         // this process's resident set (wide_100k.onnx: peak RSS 275 -> 253 MB).
         if !bytes.is_empty() {
             // SAFETY: `bytes` is the whole read-only shared map `map_file_with_handle` made.
-            unsafe { release_resident_range(&bytes) };
+            unsafe { crate::formats::fs::release_resident_range(&bytes) };
             model.releasable_map = true;
         }
         Ok(model)
@@ -176,7 +178,7 @@ impl OnnxModel {
             return Err(fmt_err(path, "ONNX model has no graph"));
         };
         let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
-        ext.also_inside(crate::formats::resolved_model_dir(path));
+        ext.also_inside(crate::formats::fs::resolved_model_dir(path));
         let built = build_graph(path, g, &records, &mut ext)?;
         let graph = built.graph;
         let loaded_nodes = graph.g.node_count();
@@ -445,7 +447,7 @@ impl OnnxModel {
         // as it was and no new one.
         let mut staged = Vec::with_capacity(copies.len() + 2);
         for (src, dst) in &copies {
-            let mut from = crate::formats::open_regular(src).map_err(io(src))?;
+            let mut from = crate::formats::fs::open_regular(src).map_err(io(src))?;
             let t = crate::formats::output::Staged::new(dst)?;
             // File to file: the data never passes through this process's memory.
             std::io::copy(&mut from, &mut t.as_file()).map_err(io(dst))?;
@@ -694,70 +696,6 @@ fn graph_record_counts(bytes: &[u8]) -> Option<[usize; 5]> {
         }
     }
     any.then_some(counts)
-}
-
-/// Memory-maps a file as `Bytes` (an empty file becomes an empty buffer).
-pub fn map_file(path: &Path) -> Result<Bytes> {
-    map_file_with_handle(path).map(|(b, _)| b)
-}
-
-/// Memory-maps a file whose bytes are read here and there, not front to back (an IR `.bin`:
-/// passes read a few small constants out of a file of weights that are copied file to file):
-/// a page fault reads that page, not a readahead window around it.
-pub fn map_file_sparse(path: &Path) -> Result<Bytes> {
-    map_file_advised(path, Some(memmap2::Advice::Random)).map(|(b, _)| b)
-}
-
-/// Memory-maps a file as `Bytes`, also returning the open file (`None` for an empty file).
-pub fn map_file_with_handle(path: &Path) -> Result<(Bytes, Option<std::fs::File>)> {
-    map_file_advised(path, None)
-}
-
-/// Gives back this process's pages of `range`, keeping the mapping: the next read of a page
-/// maps it again from the page cache, with the same bytes. Does nothing off Linux, or when
-/// the kernel refuses.
-///
-/// # Safety
-/// `range` must lie in a read-only shared map of a file ([`map_file_advised`] makes them)
-/// and start on a page boundary. On anything else (a heap buffer) the pages' contents would
-/// be lost.
-pub(crate) unsafe fn release_resident_range(range: &[u8]) {
-    #[cfg(target_os = "linux")]
-    if !range.is_empty() {
-        // SAFETY: per the contract above; for a read-only MAP_SHARED file map MADV_DONTNEED
-        // only drops page table entries. Failure changes nothing.
-        unsafe {
-            libc::madvise(
-                range.as_ptr() as *mut libc::c_void,
-                range.len(),
-                libc::MADV_DONTNEED,
-            );
-        }
-    }
-}
-
-fn map_file_advised(
-    path: &Path,
-    advice: Option<memmap2::Advice>,
-) -> Result<(Bytes, Option<std::fs::File>)> {
-    let io = |source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let file = crate::formats::open_regular(path).map_err(io)?;
-    let len = file.metadata().map_err(io)?.len();
-    if len == 0 {
-        return Ok((Bytes::new(), None));
-    }
-    // SAFETY: the map is read-only; a file truncated under us by another process makes reads
-    // past its new end fault, which `mapped::guard` turns into zeros and a mark that the
-    // load's and the save's checks report.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io)?;
-    if let Some(a) = advice {
-        // Advice only: a kernel that ignores it reads the same bytes.
-        let _ = map.advise(a);
-    }
-    Ok((crate::formats::mapped::guard(map, &file, path), Some(file)))
 }
 
 fn value_type_of(vi: &ValueInfoProto) -> ValueType {
@@ -1977,10 +1915,10 @@ fn external_copies(
     files.sort();
     files.dedup();
     files.retain(|f| Some(f.as_str()) != skip);
-    let alt = crate::formats::resolved_model_dir(from);
+    let alt = crate::formats::fs::resolved_model_dir(from);
     let pair = |loc: &str| -> Result<(PathBuf, PathBuf)> {
         let src = tensor::resolve_location(&src_dir, loc).map_err(|m| fmt_err(from, m))?;
-        let src = crate::formats::resolve_inside(&src, &src_dir, alt.as_deref()).map_err(|m| {
+        let src = crate::formats::fs::resolve_inside(&src, &src_dir, alt.as_deref()).map_err(|m| {
             Error::Refused {
                 path: from.to_path_buf(),
                 message: format!("external data '{loc}': {m}"),

@@ -1,10 +1,12 @@
 //! The bodies of ONNX control-flow nodes (`If`, `Loop`, `Scan`: graph-valued attributes such as
-//! `then_branch`, `else_branch`, `body`) as IR graphs, for reading only (`check`, `info`).
+//! `then_branch`, `else_branch`, `body`) as IR graphs: listed by `check` and `info`
+//! (`subgraph::scope`) and run through the passes (`subgraph::run`).
 //!
 //! The body keeps its own record: this module builds a separate [`Graph`] from a copy of the
 //! body's `GraphProto` (tensor bytes are shared, not copied) in which every name the body reads
-//! from an enclosing scope is declared as an extra graph input after the body's own inputs. The
-//! model's record is not changed, so a saved model still writes every body as it was read.
+//! from an enclosing scope is declared as an extra graph input after the body's own inputs.
+//! Reading a body does not change the model's record; a body a pass changed is written back on
+//! save through `OnnxModel::body_overrides`, every other body as it was read.
 
 use std::path::Path;
 

@@ -55,7 +55,7 @@ impl ExternalFiles {
         let path = resolve_location(&self.dir, location)?;
         // Like the onnx package: after resolving links the file must be inside the model's
         // directory, and a regular file (a FIFO would block the read forever).
-        let path = crate::formats::resolve_inside(&path, &self.dir, self.alt_dir.as_deref())
+        let path = crate::formats::fs::resolve_inside(&path, &self.dir, self.alt_dir.as_deref())
             .map_err(|m| format!("external data '{location}': {m}"))?;
         // One file named two ways (`w.bin`, `./w.bin`) is mapped once.
         if let Some(i) = self.paths.iter().position(|p| *p == path) {
@@ -63,7 +63,7 @@ impl ExternalFiles {
             self.maps.insert(location.to_string(), b.clone());
             return Ok(b);
         }
-        let (b, file) = super::map_file_with_handle(&path).map_err(|e| e.to_string())?;
+        let (b, file) = crate::formats::fs::map_file_with_handle(&path).map_err(|e| e.to_string())?;
         self.paths.push(path);
         self.maps.insert(location.to_string(), b.clone());
         self.sources.push(super::write::Source {

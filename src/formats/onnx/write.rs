@@ -414,7 +414,7 @@ impl<'a, 'w> StreamWriter<'a, 'w> {
                 // SAFETY: `write_model_releasing`'s caller vouched that this source's map is
                 // a whole read-only shared file map; `a` is a multiple of the page size and
                 // the map starts on a page.
-                unsafe { super::release_resident_range(range) };
+                unsafe { crate::formats::fs::release_resident_range(range) };
             }
         }
         self.released[src] = Some(upto);

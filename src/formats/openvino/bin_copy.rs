@@ -58,7 +58,7 @@ impl BinCopy {
     /// when no thread can be started. Errors of the copy are not reported here: a save that
     /// cannot use the copy writes the `.bin` itself and reports its own errors.
     pub fn start(xml: &Path, output_xml: &Path) -> Option<BinCopy> {
-        let from = crate::formats::open_regular(&super::bin_path_for(xml)).ok()?;
+        let from = crate::formats::fs::open_regular(&super::bin_path_for(xml)).ok()?;
         let meta = from.metadata().ok()?;
         let len = meta.len();
         if len < KEEP_LAYOUT_MIN {

@@ -43,7 +43,7 @@ use petgraph::visit::{EdgeRef, IntoEdgeReferences};
 use petgraph::Direction;
 
 use crate::error::{Error, Result};
-use crate::formats::onnx::{map_file, map_file_sparse};
+use crate::formats::fs::{map_file, map_file_sparse};
 use crate::ir::{
     Attr, DType, DeclaredDim, Graph, Node, NodeKind, Origin, Tensor, TensorData, Value, ValueType,
     Wire,
@@ -266,8 +266,8 @@ impl OvModel {
         // after resolving links (a FIFO would block, a link could read any file).
         let (bin, bin_file) = if std::fs::symlink_metadata(&bin_path).is_ok() {
             let dir = path.parent().unwrap_or(Path::new("."));
-            let alt = crate::formats::resolved_model_dir(path);
-            let real = crate::formats::resolve_inside(&bin_path, dir, alt.as_deref()).map_err(
+            let alt = crate::formats::fs::resolved_model_dir(path);
+            let real = crate::formats::fs::resolve_inside(&bin_path, dir, alt.as_deref()).map_err(
                 |message| Error::Refused {
                     path: path.to_path_buf(),
                     message,
@@ -475,7 +475,7 @@ fn node_of(_: &std::fs::Metadata) -> Option<(u64, u64)> {
 /// The file `id` opened, when it is still the file `map` maps: same file (device and inode)
 /// and length. Elsewhere than on Unix, never (the map is written instead).
 fn same_file(id: &FileId, map: &Bytes) -> Option<std::fs::File> {
-    let f = crate::formats::open_regular(&id.path).ok()?;
+    let f = crate::formats::fs::open_regular(&id.path).ok()?;
     let meta = f.metadata().ok()?;
     if meta.len() != map.len() as u64 || !meta.is_file() {
         return None;

@@ -1,9 +1,11 @@
 //! The bodies of OpenVINO `If`, `Loop` and `TensorIterator` layers (`<then_body>`, `<else_body>`,
-//! `<body>`) as models of their own, for reading only (`check`, `info`).
+//! `<body>`) as models of their own: listed by `check` and `info` (`subgraph::scope`) and run
+//! through the passes (`subgraph::run`).
 //!
 //! A body's `<layers>` and `<edges>` are copied out of the layer's text into a `<net>` of the
 //! same IR version and read like any model, sharing the `.bin` map (no tensor bytes are
-//! copied). The model's record is not changed: a saved model writes every body as it was read.
+//! copied). Reading a body does not change the model's record; a body a pass changed is written
+//! back on save through `OvModel::body_overrides`, every other body as it was read.
 
 use bytes::Bytes;
 use petgraph::stable_graph::NodeIndex;

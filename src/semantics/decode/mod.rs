@@ -2,19 +2,22 @@
 //!
 //! Values (`begin`, `starts`, ...) are `Option<i64>` per element: `None` means "not a constant"
 //! so a plan (and the output rank) exists even when only the masks are constant.
+//!
+//! Each decoder also says, once, which element of the begin and end lists each plan entry reads
+//! (its [`Provenance`]): the `*_with_provenance` functions. The plain ones return the plan only.
 
 mod onnx_slice;
 mod ov_slice8;
 mod strided_slice;
 
-pub use onnx_slice::onnx_slice;
-pub use ov_slice8::ov_slice8;
+pub use onnx_slice::{onnx_slice, onnx_slice_with_provenance};
+pub use ov_slice8::{ov_slice8, ov_slice8_with_provenance};
 pub use strided_slice::{
-    ov_shrink_begin_mask_entries, ov_shrink_begin_mask_warning, strided_slice, Flavour, OvMasks,
-    StridedSliceSpec, TfMasks,
+    ov_shrink_begin_mask_entries, ov_shrink_begin_mask_warning, strided_slice,
+    strided_slice_with_provenance, Flavour, OvMasks, StridedSliceSpec, TfMasks,
 };
 
-use super::plan::{AxisPlan, Bound, SlicePlan};
+use super::plan::{AxisPlan, Bound, Provenance, SlicePlan};
 use super::SliceError;
 
 /// Lift constant values into the `Option<i64>` form the decoders take.
@@ -23,13 +26,14 @@ pub fn constant(values: &[i64]) -> Vec<Option<i64>> {
 }
 
 /// Shared by ONNX Slice and OpenVINO Slice-8: per-axis `starts/ends/steps` on listed `axes`.
+/// Element `i` of `starts`/`ends` gives the begin/end of the plan entry of axis `axes[i]`.
 pub(crate) fn axes_slice(
     starts: &[Option<i64>],
     ends: &[Option<i64>],
     axes: Option<&[i64]>,
     steps: Option<&[Option<i64>]>,
     input_rank: usize,
-) -> Result<SlicePlan, SliceError> {
+) -> Result<(SlicePlan, Provenance), SliceError> {
     let n = starts.len();
     if ends.len() != n {
         return Err(SliceError::LengthMismatch {
@@ -69,6 +73,8 @@ pub(crate) fn axes_slice(
             check: None,
         })
         .collect();
+    // Every input axis is entry `axis` of the plan; the listed ones read element `i`.
+    let mut from: Vec<Option<usize>> = vec![None; input_rank];
     // Axes already given: a bit each (no allocation) up to rank 128.
     let mut seen_small = 0u128;
     let mut seen_big = if input_rank > 128 {
@@ -122,11 +128,18 @@ pub(crate) fn axes_slice(
             step,
             check: None,
         };
+        from[axis] = Some(i);
     }
-    Ok(SlicePlan {
+    let plan = SlicePlan {
         input_rank,
         axes: axes_plan,
-    })
+    };
+    let provenance = Provenance {
+        begin: from.clone(),
+        end: from,
+        len: n,
+    };
+    Ok((plan, provenance))
 }
 
 #[cfg(test)]
@@ -139,7 +152,7 @@ mod tests {
     fn a_repeated_axis_is_refused_at_any_rank() {
         let plan = |axes: &[i64], rank: usize| {
             let n = axes.len();
-            ov_slice8::ov_slice8(&vec![Some(0); n], &vec![Some(1); n], None, Some(axes), rank)
+            ov_slice8(&vec![Some(0); n], &vec![Some(1); n], None, Some(axes), rank)
         };
         for (axes, rank, repeated) in [
             (&[1, -3][..], 4, Some(1)),

@@ -9,7 +9,7 @@
 //! Clamping (resolve with [`crate::semantics::Clamp::Ov`], which is the ONNX rule too): starts
 //! clamp to `[0, dim]` (`[0, dim - 1]` for negative steps), ends to `[0, dim]` (`[-1, dim - 1]`).
 
-use super::super::plan::SlicePlan;
+use super::super::plan::{Provenance, SlicePlan};
 use super::super::SliceError;
 
 /// Decode ONNX Slice of `opset` (1..=9 is the attribute form: `steps` must be `None`).
@@ -22,6 +22,20 @@ pub fn onnx_slice(
     input_rank: usize,
     opset: u32,
 ) -> Result<SlicePlan, SliceError> {
+    onnx_slice_with_provenance(starts, ends, axes, steps, input_rank, opset).map(|(p, _)| p)
+}
+
+/// [`onnx_slice`], and the element of `starts`/`ends` each plan entry reads: entry `a` (input
+/// axis `a`) reads element `i` where `axes[i] = a` (`axes` omitted: `i = a`); the axes not
+/// listed read none.
+pub fn onnx_slice_with_provenance(
+    starts: &[Option<i64>],
+    ends: &[Option<i64>],
+    axes: Option<&[i64]>,
+    steps: Option<&[Option<i64>]>,
+    input_rank: usize,
+    opset: u32,
+) -> Result<(SlicePlan, Provenance), SliceError> {
     if opset < 10 && steps.is_some() {
         return Err(SliceError::StepsUnsupported { opset });
     }

@@ -17,7 +17,7 @@
 //!
 //! [`Clamp`]: crate::semantics::Clamp
 
-use super::super::plan::{AxisPlan, Bound, SlicePlan};
+use super::super::plan::{AxisPlan, Bound, Provenance, SlicePlan};
 use super::super::SliceError;
 
 /// Which runtime's StridedSlice the parameters come from.
@@ -159,11 +159,12 @@ impl StridedSliceSpec {
     }
 }
 
+/// One spec entry as decoded; `usize` is its position in begin/end.
 enum Entry {
     Ellipsis,
     New,
-    Shrink(Option<i64>),
-    Range(Bound, Bound, Option<i64>),
+    Shrink(Option<i64>, usize),
+    Range(Bound, Bound, Option<i64>, usize),
 }
 
 fn get(mask: &[bool], i: usize) -> bool {
@@ -180,6 +181,17 @@ pub fn strided_slice(
     flavour: Flavour,
     input_rank: usize,
 ) -> Result<SlicePlan, SliceError> {
+    strided_slice_with_provenance(spec, flavour, input_rank).map(|(p, _)| p)
+}
+
+/// [`strided_slice`], and the entry of `begin`/`end` each plan entry reads: a range entry `i`
+/// reads element `i` of each list unless its begin/end mask is set; a shrink entry `i` reads
+/// `begin[i]`; ellipsis axes and new axes read nothing.
+pub fn strided_slice_with_provenance(
+    spec: &StridedSliceSpec,
+    flavour: Flavour,
+    input_rank: usize,
+) -> Result<(SlicePlan, Provenance), SliceError> {
     let m = spec.begin.len();
     if spec.end.len() != m {
         return Err(SliceError::LengthMismatch {
@@ -238,7 +250,7 @@ pub fn strided_slice(
                     _ => {}
                 }
             }
-            Entry::Shrink(spec.begin[i])
+            Entry::Shrink(spec.begin[i], i)
         } else {
             if stride == Some(0) {
                 return Err(SliceError::ZeroStep { index: i });
@@ -254,6 +266,7 @@ pub fn strided_slice(
                 bound(get(&spec.begin_mask, i), spec.begin[i]),
                 bound(get(&spec.end_mask, i), spec.end[i]),
                 stride,
+                i,
             )
         };
         entries.push(entry);
@@ -263,7 +276,7 @@ pub fn strided_slice(
     }
     let used = entries
         .iter()
-        .filter(|e| matches!(e, Entry::Shrink(_) | Entry::Range(..)))
+        .filter(|e| matches!(e, Entry::Shrink(..) | Entry::Range(..)))
         .count();
     if used > input_rank {
         return Err(SliceError::TooManyAxes {
@@ -277,9 +290,14 @@ pub fn strided_slice(
     };
     let check_of = |axis: usize| checks.get(axis).copied().flatten();
     let mut axes = Vec::with_capacity(entries.len() + input_rank);
+    let mut prov = Provenance {
+        begin: Vec::with_capacity(entries.len() + input_rank),
+        end: Vec::with_capacity(entries.len() + input_rank),
+        len: m,
+    };
     let mut axis = 0usize;
     for e in entries {
-        match e {
+        let (from_begin, from_end) = match e {
             Entry::Ellipsis => {
                 for _ in 0..input_rank - used {
                     axes.push(AxisPlan::Range {
@@ -289,19 +307,26 @@ pub fn strided_slice(
                         step: Some(1),
                         check: check_of(axis),
                     });
+                    prov.begin.push(None);
+                    prov.end.push(None);
                     axis += 1;
                 }
+                continue;
             }
-            Entry::New => axes.push(AxisPlan::NewAxis),
-            Entry::Shrink(index) => {
+            Entry::New => {
+                axes.push(AxisPlan::NewAxis);
+                (None, None)
+            }
+            Entry::Shrink(index, i) => {
                 axes.push(AxisPlan::Shrink {
                     axis,
                     index,
                     check: check_of(axis),
                 });
                 axis += 1;
+                (Some(i), None)
             }
-            Entry::Range(begin, end, step) => {
+            Entry::Range(begin, end, step, i) => {
                 axes.push(AxisPlan::Range {
                     axis,
                     begin,
@@ -310,10 +335,14 @@ pub fn strided_slice(
                     check: check_of(axis),
                 });
                 axis += 1;
+                let listed = |b: Bound| (b != Bound::Edge).then_some(i);
+                (listed(begin), listed(end))
             }
-        }
+        };
+        prov.begin.push(from_begin);
+        prov.end.push(from_end);
     }
-    Ok(SlicePlan { input_rank, axes })
+    Ok((SlicePlan { input_rank, axes }, prov))
 }
 
 /// OpenVINO StridedSlice-1: the entries where its CPU plugin and its reference evaluation (what

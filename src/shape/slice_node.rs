@@ -8,7 +8,9 @@ use petgraph::stable_graph::NodeIndex;
 use crate::formats::Format;
 use crate::ir::{DeclaredDim, Graph, OutletId};
 use crate::semantics::decode::{OvMasks, TfMasks};
-use crate::semantics::{self, Clamp, Dim, Flavour, SliceError, SlicePlan, StridedSliceSpec};
+use crate::semantics::{
+    self, Clamp, Dim, Flavour, Provenance, SliceError, SlicePlan, StridedSliceSpec,
+};
 use crate::shape::Facts;
 
 /// Which slice op a node is.
@@ -33,7 +35,56 @@ impl SliceOp {
             SliceOp::OnnxSlice { .. } | SliceOp::OvSlice8 => Clamp::Ov,
         }
     }
+
+    /// The input port of each parameter list of the op.
+    pub fn ports(self) -> SlicePorts {
+        match self {
+            // The attribute form: no parameter inputs.
+            SliceOp::OnnxSlice { opset } if opset < 10 => SlicePorts::default(),
+            SliceOp::OnnxSlice { .. } => SlicePorts {
+                begin: Some(1),
+                end: Some(2),
+                axes: Some(3),
+                steps: Some(4),
+            },
+            SliceOp::OvSlice8 => SlicePorts {
+                begin: Some(1),
+                end: Some(2),
+                steps: Some(3),
+                axes: Some(4),
+            },
+            SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => SlicePorts {
+                begin: Some(1),
+                end: Some(2),
+                steps: Some(3),
+                axes: None,
+            },
+        }
+    }
 }
+
+/// Where a slice op's parameter lists enter it (`None`: the op has no such input). The begin
+/// list is `begin`/`starts`/`start`, the end list `end`/`ends`/`stop`, the steps
+/// `strides`/`steps`/`step`. Only this module knows these numbers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SlicePorts {
+    /// The begin list.
+    pub begin: Option<usize>,
+    /// The end list.
+    pub end: Option<usize>,
+    /// The steps.
+    pub steps: Option<usize>,
+    /// The axes (Slice only).
+    pub axes: Option<usize>,
+}
+
+/// The op type of ONNX `Slice` and OpenVINO `Slice-8`, for a pass that builds one (`lower`)
+/// and for the op-count table.
+pub const SLICE: &str = "Slice";
+
+/// The op type of OpenVINO `StridedSlice-1` and of a TensorFlow-style `StridedSlice`, for a
+/// pass that builds one (`raise`) and for the op-count table.
+pub const STRIDED_SLICE: &str = "StridedSlice";
 
 /// What kind of slice `node` is, if it is one.
 pub fn classify(
@@ -66,6 +117,10 @@ pub struct SliceNode {
     /// What feeds the data input.
     pub data: OutletId,
     pub plan: SlicePlan,
+    /// Which element of the begin and end lists each plan entry reads.
+    pub provenance: Provenance,
+    /// The input port of each list.
+    pub ports: SlicePorts,
 }
 
 /// Why a slice node could not be decoded.
@@ -189,14 +244,25 @@ pub fn decode_with(
         .and_then(|f| f.get(data).rank())
         .or_else(|| declared_shape(graph, data).map(|s| s.len()))
         .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))?;
-    let plan = match op {
+    let ports = op.ports();
+    // A list input: its port, and the name the op's spec gives it (for errors).
+    let required = |port: Option<usize>, what: &str| {
+        let port = port.ok_or_else(|| DecodeError::Malformed(format!("no {what} input")))?;
+        param(graph, facts, node, port, what)?
+            .ok_or_else(|| DecodeError::Malformed(format!("input {port} ({what}) is missing")))
+    };
+    let optional = |port: Option<usize>, what: &str| match port {
+        Some(port) => param(graph, facts, node, port, what),
+        None => Ok(None),
+    };
+    let (plan, provenance) = match op {
         SliceOp::OnnxSlice { opset } if opset < 10 => {
             let starts = ints_attr(graph, node, "starts")?
                 .ok_or_else(|| DecodeError::Malformed("attribute starts is missing".into()))?;
             let ends = ints_attr(graph, node, "ends")?
                 .ok_or_else(|| DecodeError::Malformed("attribute ends is missing".into()))?;
             let axes = ints_attr(graph, node, "axes")?;
-            semantics::onnx_slice(
+            semantics::decode::onnx_slice_with_provenance(
                 &semantics::decode::constant(&starts),
                 &semantics::decode::constant(&ends),
                 axes.as_deref(),
@@ -206,13 +272,11 @@ pub fn decode_with(
             )
         }
         SliceOp::OnnxSlice { opset } => {
-            let starts = param(graph, facts, node, 1, "starts")?
-                .ok_or_else(|| DecodeError::Malformed("input 1 (starts) is missing".into()))?;
-            let ends = param(graph, facts, node, 2, "ends")?
-                .ok_or_else(|| DecodeError::Malformed("input 2 (ends) is missing".into()))?;
-            let axes = known_axes(param(graph, facts, node, 3, "axes")?, "axes")?;
-            let steps = param(graph, facts, node, 4, "steps")?;
-            semantics::onnx_slice(
+            let starts = required(ports.begin, "starts")?;
+            let ends = required(ports.end, "ends")?;
+            let axes = known_axes(optional(ports.axes, "axes")?, "axes")?;
+            let steps = optional(ports.steps, "steps")?;
+            semantics::decode::onnx_slice_with_provenance(
                 &starts,
                 &ends,
                 axes.as_deref(),
@@ -222,22 +286,31 @@ pub fn decode_with(
             )
         }
         SliceOp::OvSlice8 => {
-            let start = param(graph, facts, node, 1, "start")?
-                .ok_or_else(|| DecodeError::Malformed("input 1 (start) is missing".into()))?;
-            let stop = param(graph, facts, node, 2, "stop")?
-                .ok_or_else(|| DecodeError::Malformed("input 2 (stop) is missing".into()))?;
-            let step = param(graph, facts, node, 3, "step")?
-                .ok_or_else(|| DecodeError::Malformed("input 3 (step) is missing".into()))?;
-            let axes = known_axes(param(graph, facts, node, 4, "axes")?, "axes")?;
-            semantics::ov_slice8(&start, &stop, Some(&step), axes.as_deref(), rank)
+            let start = required(ports.begin, "start")?;
+            let stop = required(ports.end, "stop")?;
+            let step = required(ports.steps, "step")?;
+            let axes = known_axes(optional(ports.axes, "axes")?, "axes")?;
+            semantics::decode::ov_slice8_with_provenance(
+                &start,
+                &stop,
+                Some(&step),
+                axes.as_deref(),
+                rank,
+            )
         }
         SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
             let (spec, flavour) = strided_slice_spec_with(graph, facts, node, op)?;
-            semantics::strided_slice(&spec, flavour, rank)
+            semantics::decode::strided_slice_with_provenance(&spec, flavour, rank)
         }
     }
     .map_err(DecodeError::Invalid)?;
-    Ok(SliceNode { op, data, plan })
+    Ok(SliceNode {
+        op,
+        data,
+        plan,
+        provenance,
+        ports,
+    })
 }
 
 /// The spec of a StridedSlice node (`op` is `OvStridedSlice` or `TfStridedSlice`) and its
@@ -259,11 +332,18 @@ fn strided_slice_spec_with(
     let n = graph.node(node);
     match op {
         SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
-            let begin = param(graph, facts, node, 1, "begin")?
-                .ok_or_else(|| DecodeError::Malformed("input 1 (begin) is missing".into()))?;
-            let end = param(graph, facts, node, 2, "end")?
-                .ok_or_else(|| DecodeError::Malformed("input 2 (end) is missing".into()))?;
-            let strides = param(graph, facts, node, 3, "strides")?;
+            let ports = op.ports();
+            let list = |port: Option<usize>, what: &str| match port {
+                Some(port) => param(graph, facts, node, port, what),
+                None => Ok(None),
+            };
+            let missing = |port: Option<usize>, what: &str| {
+                let port = port.map_or_else(|| "?".to_string(), |p| p.to_string());
+                DecodeError::Malformed(format!("input {port} ({what}) is missing"))
+            };
+            let begin = list(ports.begin, "begin")?.ok_or_else(|| missing(ports.begin, "begin"))?;
+            let end = list(ports.end, "end")?.ok_or_else(|| missing(ports.end, "end"))?;
+            let strides = list(ports.steps, "strides")?;
             let mut spec = StridedSliceSpec {
                 begin,
                 end,
@@ -390,43 +470,4 @@ pub fn from_dim(d: &Dim, symbolic: bool) -> DeclaredDim {
         ),
         _ => DeclaredDim::Unknown,
     }
-}
-
-/// For a Slice node (`OnnxSlice` of opset 10+ or `OvSlice8`) on an input of rank `rank`: per
-/// input axis, the position in the starts/ends inputs of the entry that slices it (`None`: not
-/// sliced), and the length of those inputs. `None` when the axes are not constant, the length is
-/// unknown, or an axis is invalid (decoding reports why).
-pub fn slice_param_positions(
-    graph: &Graph,
-    node: NodeIndex,
-    op: SliceOp,
-    rank: usize,
-) -> Option<(Vec<Option<usize>>, usize)> {
-    let axes_port = match op {
-        SliceOp::OnnxSlice { opset } if opset >= 10 => 3,
-        SliceOp::OvSlice8 => 4,
-        _ => return None,
-    };
-    let n = param(graph, None, node, 1, "starts").ok()??.len();
-    let axes: Vec<i64> =
-        match known_axes(param(graph, None, node, axes_port, "axes").ok()?, "axes").ok()? {
-            Some(a) => a,
-            None => (0..n as i64).collect(),
-        };
-    if axes.len() != n {
-        return None;
-    }
-    let mut pos = vec![None; rank];
-    for (j, &a) in axes.iter().enumerate() {
-        let a = if a < 0 {
-            a.checked_add(rank as i64)?
-        } else {
-            a
-        };
-        let a = usize::try_from(a).ok().filter(|&a| a < rank)?;
-        if pos[a].replace(j).is_some() {
-            return None;
-        }
-    }
-    Some((pos, n))
 }
