@@ -142,16 +142,10 @@ fn ops_mix_matches_onnx_runtime() {
     eprintln!("ops_mix: {c:?}");
     assert_eq!(c.rank_known, c.values, "every rank known");
     assert!(c.value_elements > 0);
-    // Unknown: only the products of two symbols (`N * T`), which the dim algebra cannot write
-    // yet (issue 16 adds the product); they come out unknown, never wrong.
-    let allowed = ["nt", "nt1", "tgt", "y2d", "yflat", "ysize"];
-    assert!(
-        c.unknown_names
-            .iter()
-            .all(|n| allowed.contains(&n.as_str())),
-        "unexpected unknowns: {:?}",
-        c.unknown_names
-    );
+    // Every dim exact, the products of two symbols (`N * T`: `nt`, `tgt`, `ysize`, and the
+    // Reshapes `y2d` to `[N*T, 16]` and `yflat` to `[-1]`) included; each checked above against
+    // ONNX Runtime at every size.
+    assert_eq!(c.unknown, 0, "unknown: {:?}", c.unknown_names);
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! ops and `Concat`.
 
 use super::elementwise::broadcast;
-use super::{mul, norm_axis, product_div, Ctx, Fact};
+use super::factor::Factors;
+use super::{norm_axis, Ctx, Fact};
 use crate::semantics::Dim;
 
 fn same_type(cx: &Ctx, shape: Option<Vec<Dim>>, value: Option<Vec<Dim>>) -> Vec<Fact> {
@@ -76,6 +77,20 @@ fn transpose_value(cx: &Ctx) -> Option<Vec<Dim>> {
     Some(out)
 }
 
+/// The output dims of `Reshape` (ONNX `allowzero`, OpenVINO `special_zero`).
+///
+/// Each target element, for every value of the symbols at which the runtime accepts the node:
+/// - a known `0` with zero-copy is the data's dim at that position; any other known value
+///   `>= 0` is itself; one `-1` is inferred;
+/// - a symbolic element is itself when it is the data's dim at that position (it copies the same
+///   value whether or not it is 0), when it is `>= 1`, or, when it may be 0, when it is `>= 0`
+///   and either 0 copies nothing (`allowzero=1`) or it is 0 only where the data's dim at that
+///   position is 0 (a factor of it: `b` against `b*s`), or, alone of its kind without a `-1`,
+///   when it is 0 only where the data has no element and every other element is `>= 1`
+///   (`x.view(b * s, 64)`: a copied dim would have to be 0 too); otherwise unknown;
+/// - the `-1` is the data's element count divided by the product of the other elements, when
+///   every other element is known exactly and that division is exact in the dim algebra
+///   (elements that copy the data's dim cancel that dim, whatever it is).
 fn reshape(cx: &Ctx) -> Option<Vec<Dim>> {
     let target = cx.value(1);
     let len = match cx.shape(1) {
@@ -95,35 +110,121 @@ fn reshape(cx: &Ctx) -> Option<Vec<Dim>> {
         cx.attr_str("special_zero")
             .is_some_and(|s| s.trim().eq_ignore_ascii_case("true"))
     };
-    let mut out: Vec<Option<Dim>> = Vec::with_capacity(target.len());
+    reshape_dims(input, target, zero_copies)
+}
+
+/// [`reshape`] on the data's dims (`None`: rank unknown) and the target's elements.
+pub(crate) fn reshape_dims(
+    input: Option<&[Dim]>,
+    target: &[Dim],
+    zero_copies: bool,
+) -> Option<Vec<Dim>> {
+    // The data's dim at position `i` (`None`: the data's rank is unknown; an index past it is
+    // an invalid node).
+    let at = |i: usize| -> Option<Option<&Dim>> {
+        match input {
+            Some(x) => x.get(i).map(Some),
+            None => Some(None),
+        }
+    };
+    let mut out: Vec<Dim> = Vec::with_capacity(target.len());
+    // Which data dim each element copies (its value is that dim whatever it is).
+    let mut copies: Vec<Option<usize>> = Vec::with_capacity(target.len());
     let mut infer_at = None;
+    // Symbolic elements `>= 0` left unknown because a 0 would copy the data's dim.
+    let mut maybe_zero = Vec::new();
     for (i, t) in target.iter().enumerate() {
-        match t.as_known() {
+        let mut copy = None;
+        let d = match t.as_known() {
             Some(-1) if infer_at.is_none() => {
                 infer_at = Some(i);
-                out.push(None);
+                Dim::unknown()
             }
-            Some(0) if zero_copies => out.push(Some(input?.get(i)?.clone())),
-            Some(v) if v >= 0 => out.push(Some(Dim::known(v))),
+            Some(0) if zero_copies => match at(i)? {
+                Some(d) => {
+                    copy = Some(i);
+                    d.clone()
+                }
+                None => Dim::unknown(),
+            },
+            Some(v) if v >= 0 => Dim::known(v),
             Some(_) => return None,
-            // A symbolic element is a dim (>= 0) unless it may be 0 or -1.
-            None if t.bounds().0.is_some_and(|l| l >= 1)
-                || !zero_copies && t.bounds().0 == Some(0) =>
-            {
-                out.push(Some(t.clone()))
+            None => {
+                let here = at(i)?;
+                let nonneg = t.bounds().0.is_some_and(|l| l >= 0);
+                if here.is_some_and(|d| !d.is_unknown() && (d == t || d.provably_equal(t))) {
+                    copy = Some(i);
+                    t.clone()
+                } else if t.bounds().0.is_some_and(|l| l >= 1) || nonneg && !zero_copies {
+                    t.clone()
+                } else if nonneg
+                    && here
+                        .and_then(|d| Some((Factors::of(t)?, Factors::of(d)?)))
+                        .is_some_and(|(ft, fd)| ft.zero_only_where(&fd))
+                {
+                    t.clone()
+                } else {
+                    if nonneg && zero_copies {
+                        maybe_zero.push(i);
+                    }
+                    Dim::unknown()
+                }
             }
-            None => out.push(Some(Dim::unknown())),
-        }
+        };
+        out.push(d);
+        copies.push(copy);
     }
     if let Some(i) = infer_at {
-        let others: Vec<Dim> = out.iter().flatten().cloned().collect();
-        let d = input
-            .filter(|_| others.iter().all(|d| !d.is_unknown()))
-            .and_then(|inp| product_div(inp, &others))
-            .unwrap_or_else(Dim::unknown);
-        out[i] = Some(d);
+        out[i] = infer_minus_one(input, &out, &copies, i).unwrap_or_else(Dim::unknown);
+    } else if let (Some(x), [i]) = (input, maybe_zero.as_slice()) {
+        // `t` is 0 only where the data has no element, and every other element is >= 1: had
+        // `t` been 0 and copied a dim `d`, the output's element count `d * (>= 1)` must be the
+        // data's, 0, so `d` is 0 too (`x.view(b * s, 64)`).
+        let t = &target[*i];
+        let others_positive = out
+            .iter()
+            .enumerate()
+            .all(|(j, d)| j == *i || d.bounds().0.is_some_and(|l| l >= 1));
+        if others_positive
+            && Factors::of(t)
+                .zip(Factors::of_product(x))
+                .is_some_and(|(ft, fx)| ft.zero_only_where(&fx))
+        {
+            out[*i] = t.clone();
+        }
     }
-    out.into_iter().collect()
+    Some(out)
+}
+
+/// The `-1` at `at`: the data's element count over the product of the other elements.
+fn infer_minus_one(
+    input: Option<&[Dim]>,
+    out: &[Dim],
+    copies: &[Option<usize>],
+    at: usize,
+) -> Option<Dim> {
+    let input = input?;
+    let mut cancelled = vec![false; input.len()];
+    let mut others = Vec::new();
+    for (j, d) in out.iter().enumerate() {
+        if j == at {
+            continue;
+        }
+        match copies[j] {
+            Some(k) if !cancelled[k] => cancelled[k] = true,
+            _ if d.is_unknown() => return None,
+            _ => others.push(d),
+        }
+    }
+    let num = Factors::of_product(
+        input
+            .iter()
+            .zip(&cancelled)
+            .filter(|(_, c)| !**c)
+            .map(|(d, _)| d),
+    )?;
+    let den = Factors::of_product(others)?;
+    num.div(&den)
 }
 
 fn squeeze_axes(cx: &Ctx) -> Option<Option<Vec<i64>>> {
@@ -200,7 +301,7 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                 let r = x.len();
                 let a = if axis < 0 { axis + r as i64 } else { axis };
                 let a = usize::try_from(a).ok().filter(|&a| a <= r)?;
-                let p = |s: &[Dim]| s.iter().fold(Dim::known(1), |acc, d| mul(&acc, d));
+                let p = |s: &[Dim]| s.iter().fold(Dim::known(1), |acc, d| acc.mul(d));
                 Some(vec![p(&x[..a]), p(&x[a..])])
             });
             Some(same_type(cx, shape, xv.map(<[Dim]>::to_vec)))
@@ -404,9 +505,9 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                         v
                     };
                     let (x, reps) = (pad(x), pad(reps));
-                    return Some(x.iter().zip(&reps).map(|(d, k)| mul(d, k)).collect());
+                    return Some(x.iter().zip(&reps).map(|(d, k)| d.mul(k)).collect());
                 }
-                Some(x.iter().zip(reps).map(|(d, k)| mul(d, k)).collect())
+                Some(x.iter().zip(reps).map(|(d, k)| d.mul(k)).collect())
             });
             Some(same_type(cx, shape.or_else(|| same_rank(x)), None))
         }

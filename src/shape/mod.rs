@@ -24,6 +24,7 @@
 
 mod conv;
 mod elementwise;
+mod factor;
 mod gather;
 mod manip;
 mod matmul;
@@ -318,28 +319,6 @@ pub(crate) fn mul(a: &Dim, b: &Dim) -> Dim {
         }
         _ => Dim::unknown_bounded(i64::MIN, None),
     }
-}
-
-/// The product of `dims`, cancelling the factors that also appear in `divide_by`, then dividing
-/// by the known rest (`None` when the remaining division is not by a known positive value).
-pub(crate) fn product_div(dims: &[Dim], divide_by: &[Dim]) -> Option<Dim> {
-    let mut num: Vec<Dim> = dims.to_vec();
-    let mut den_known: i64 = 1;
-    for d in divide_by {
-        if let Some(i) = num.iter().position(|n| n == d && !n.is_unknown()) {
-            num.swap_remove(i);
-        } else {
-            den_known = den_known.checked_mul(d.as_known()?)?;
-        }
-    }
-    let mut p = Dim::known(1);
-    for d in &num {
-        p = mul(&p, d);
-    }
-    if den_known <= 0 {
-        return None;
-    }
-    Some(p.div_floor(den_known))
 }
 
 /// The fact a file declares for `outlet` (constants: their type, shape and small value).
