@@ -347,3 +347,59 @@ fn ordered_propagation_equals_propagation_on_every_shipped_model() {
     assert!(paths.len() >= 40, "{} models", paths.len());
     assert!(compared > 300, "{compared} outputs compared");
 }
+
+/// Issue 42, pattern A: Reshape targets built from `Shape` (`tests/data/propagation/
+/// reshape_targets.onnx`, `tools/gen_reshape_fixtures.py`, whose header derives each expected
+/// dim from the ONNX Reshape spec). Every dim and value element is checked against ONNX Runtime
+/// at 32 (b, s) pairs including 0 (each output only where ONNX Runtime accepts it); every dim is
+/// exact but three: `r7 = r6[b*s, 64].view(b, s, -1)` keeps dims 1 and 2 unknown, because at
+/// s = 0 the `s` copies 64 (ONNX Runtime gives `[b, 64, 0]`), and the same with `allowzero=1`
+/// (`r8`) keeps its -1 unknown: at b = 0, s = 2 ONNX Runtime gives `[0, 2, 32]`, not 64.
+#[test]
+fn reshape_targets_built_from_shape_are_exact() {
+    let c = compare(
+        "tests/data/propagation/reshape_targets.onnx",
+        "tests/data/propagation/reshape_targets.json",
+        None,
+    );
+    eprintln!("reshape_targets: {c:?}");
+    assert_eq!(c.rank_known, c.values, "every rank known");
+    assert_eq!(
+        c.unknown_names.iter().collect::<Vec<_>>(),
+        ["r7", "r8"],
+        "only r7 and r8 have unknown dims"
+    );
+    let r7 = compare(
+        "tests/data/propagation/reshape_targets.onnx",
+        "tests/data/propagation/reshape_targets.json",
+        Some(&["r7"]),
+    );
+    assert_eq!(r7.unknown, 2 * r7.values, "r7: dims 1 and 2");
+    assert!(r7.values >= 20, "r7 ran at {} sizes", r7.values);
+    // The printed forms of the spec's answers.
+    let model =
+        Model::load(Path::new("tests/data/propagation/reshape_targets.onnx")).expect("loads");
+    let facts = facts_by_name(&model);
+    let dims = |n: &str| -> Vec<String> {
+        facts[n]
+            .shape
+            .as_ref()
+            .expect("rank")
+            .iter()
+            .map(|d| d.to_string())
+            .collect()
+    };
+    assert_eq!(dims("r1"), ["b", "s", "4", "16"]);
+    assert_eq!(dims("r2"), ["b", "s", "4", "16"]);
+    assert_eq!(dims("r3"), ["b", "s", "64"]);
+    assert_eq!(dims("r4"), ["b", "s"]);
+    assert_eq!(dims("r5"), ["b", "s", "4", "16"]);
+    assert_eq!(dims("r6"), ["b*s", "64"]);
+    assert_eq!(dims("r6b"), ["b*s", "64"]);
+    assert_eq!(dims("r7")[0], "b");
+    assert_eq!(dims("r8")[..2], ["b", "s"]);
+    assert!(facts["r8"].shape.as_ref().expect("rank")[2].is_unknown());
+    assert_eq!(dims("r10"), ["b", "s", "64"]);
+    assert_eq!(dims("r11"), ["64*b*s"]);
+    assert_eq!(dims("r12"), ["b", "s"]);
+}

@@ -90,7 +90,9 @@ fn transpose_value(cx: &Ctx) -> Option<Vec<Dim>> {
 ///   (`x.view(b * s, 64)`: a copied dim would have to be 0 too); otherwise unknown;
 /// - the `-1` is the data's element count divided by the product of the other elements, when
 ///   every other element is known exactly and that division is exact in the dim algebra
-///   (elements that copy the data's dim cancel that dim, whatever it is).
+///   (elements that copy the data's dim cancel that dim, whatever it is); with `allowzero=1`
+///   only when no other element may be 0 (a 0 beside a -1 is invalid by the spec, and ONNX
+///   Runtime 1.32 then divides the non-zero dims only: `[0, 64]` to `[0, 2, -1]` is `[0, 2, 32]`).
 fn reshape(cx: &Ctx) -> Option<Vec<Dim>> {
     let target = cx.value(1);
     let len = match cx.shape(1) {
@@ -175,7 +177,17 @@ pub(crate) fn reshape_dims(
         copies.push(copy);
     }
     if let Some(i) = infer_at {
-        out[i] = infer_minus_one(input, &out, &copies, i).unwrap_or_else(Dim::unknown);
+        // With 0 taken literally, a 0 beside the -1 is invalid by the spec, and ONNX Runtime
+        // then divides the non-zero dims only: solved only when no other element may be 0.
+        let defined = zero_copies
+            || out
+                .iter()
+                .enumerate()
+                .all(|(j, d)| j == i || d.bounds().0.is_some_and(|l| l >= 1));
+        out[i] = defined
+            .then(|| infer_minus_one(input, &out, &copies, i))
+            .flatten()
+            .unwrap_or_else(Dim::unknown);
     } else if let (Some(x), [i]) = (input, maybe_zero.as_slice()) {
         // `t` is 0 only where the data has no element, and every other element is >= 1: had
         // `t` been 0 and copied a dim `d`, the output's element count `d * (>= 1)` must be the
