@@ -567,3 +567,223 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::HashMap;
+
+    /// One dim of a random reshape problem, over the symbols `b`, `s` and one unknown dim `u`
+    /// (bound to a value of its own when evaluated).
+    #[derive(Debug, Clone, Copy)]
+    enum D {
+        B,
+        S,
+        BS,
+        SPlus1,
+        /// `s - 1`: -1 at s = 0 (a target element that may be the -1).
+        SMinus1,
+        K(i64),
+        U,
+    }
+
+    /// A target element: a dim, or the data's dim at position `i` (as `Shape` gives it).
+    #[derive(Debug, Clone, Copy)]
+    enum T {
+        Dim(D),
+        DataAt(usize),
+    }
+
+    #[derive(Debug, Clone)]
+    struct ReshapeProblem {
+        data: Vec<D>,
+        target: Vec<T>,
+        zero_copies: bool,
+    }
+
+    fn d() -> impl Strategy<Value = D> {
+        prop_oneof![
+            Just(D::B),
+            Just(D::S),
+            Just(D::BS),
+            Just(D::SPlus1),
+            Just(D::U),
+            prop_oneof![Just(0i64), Just(1), Just(2), Just(4), Just(6), Just(16)].prop_map(D::K),
+        ]
+    }
+
+    fn t() -> impl Strategy<Value = T> {
+        prop_oneof![
+            3 => (0usize..4).prop_map(T::DataAt),
+            2 => d().prop_map(T::Dim),
+            1 => Just(T::Dim(D::SMinus1)),
+            2 => Just(T::Dim(D::K(-1))),
+        ]
+    }
+
+    fn problem() -> impl Strategy<Value = ReshapeProblem> {
+        (
+            prop::collection::vec(d(), 1..4),
+            prop::collection::vec(t(), 1..5),
+            any::<bool>(),
+        )
+            .prop_map(|(data, target, zero_copies)| ReshapeProblem {
+                data,
+                target,
+                zero_copies,
+            })
+    }
+
+    fn sym(d: D) -> Dim {
+        let (b, s) = (
+            crate::semantics::dim::model_symbol("b"),
+            crate::semantics::dim::model_symbol("s"),
+        );
+        match d {
+            D::B => b,
+            D::S => s,
+            D::BS => b.mul(&s),
+            D::SPlus1 => s.add_const(1),
+            D::SMinus1 => s.add_const(-1),
+            D::K(k) => Dim::known(k),
+            D::U => Dim::unknown(),
+        }
+    }
+
+    fn num(d: D, b: i64, s: i64, u: i64) -> i64 {
+        match d {
+            D::B => b,
+            D::S => s,
+            D::BS => b * s,
+            D::SPlus1 => s + 1,
+            D::SMinus1 => s - 1,
+            D::K(k) => k,
+            D::U => u,
+        }
+    }
+
+    /// ONNX Reshape on numbers (the spec; a 0 beside a -1, refused by ONNX Runtime with
+    /// `allowzero=0` and invalid by the spec with `allowzero=1`, is `None`).
+    fn reshape_numeric(input: &[i64], target: &[i64], zero_copies: bool) -> Option<Vec<i64>> {
+        let mut out = Vec::new();
+        let mut infer = None;
+        for (i, &t) in target.iter().enumerate() {
+            match t {
+                -1 if infer.is_none() => {
+                    infer = Some(i);
+                    out.push(1);
+                }
+                0 if zero_copies => out.push(*input.get(i)?),
+                t if t >= 0 => out.push(t),
+                _ => return None,
+            }
+        }
+        let total: i64 = input.iter().product();
+        let others: i64 = out.iter().product();
+        match infer {
+            Some(i) => {
+                if others == 0 || total % others != 0 {
+                    return None;
+                }
+                out[i] = total / others;
+            }
+            None if others != total => return None,
+            None => {}
+        }
+        Some(out)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        /// Every dim the rule gives holds at every binding of the symbols (and of the unknown
+        /// dim) at which the reshape is valid; an unknown dim's bounds contain the size.
+        #[test]
+        fn reshape_dims_hold_for_every_value_of_the_symbols(p in problem()) {
+            let data: Vec<Dim> = p.data.iter().map(|&d| sym(d)).collect();
+            let target: Vec<Dim> = p
+                .target
+                .iter()
+                .map(|&t| match t {
+                    T::Dim(d) => sym(d),
+                    T::DataAt(i) => data.get(i).cloned().unwrap_or_else(|| sym(D::B)),
+                })
+                .collect();
+            let Some(got) = reshape_dims(Some(&data), &target, p.zero_copies) else {
+                return Ok(());
+            };
+            prop_assert_eq!(got.len(), target.len());
+            for b in 0..5 {
+                for s in 0..5 {
+                    for u in [0, 3] {
+                        let input: Vec<i64> = p.data.iter().map(|&d| num(d, b, s, u)).collect();
+                        let tnum: Vec<i64> = p
+                            .target
+                            .iter()
+                            .map(|&t| match t {
+                                T::Dim(d) => num(d, b, s, u),
+                                T::DataAt(i) => input.get(i).copied().unwrap_or(b),
+                            })
+                            .collect();
+                        let Some(want) = reshape_numeric(&input, &tnum, p.zero_copies) else {
+                            continue;
+                        };
+                        let bind = HashMap::from([("b".to_string(), b), ("s".to_string(), s)]);
+                        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                            match g.eval(&bind) {
+                                Some(v) => prop_assert_eq!(
+                                    v, *w, "dim {} = {} at b={} s={} u={}: {:?}", i, g, b, s, u, p
+                                ),
+                                None => {
+                                    prop_assert!(g.is_unknown(), "{}", g);
+                                    let (lo, hi) = g.bounds();
+                                    prop_assert!(
+                                        lo.is_none_or(|l| l <= *w) && hi.is_none_or(|h| *w <= h),
+                                        "dim {} = {} excludes {}", i, g, w
+                                    );
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn export_patterns_are_exact() {
+        let (b, s) = (sym(D::B), sym(D::S));
+        let k = Dim::known;
+        let show = |v: Option<Vec<Dim>>| -> Vec<String> {
+            v.expect("rank").iter().map(|d| d.to_string()).collect()
+        };
+        // ONNX Reshape spec: -1 = element count / product of the others.
+        // [b, s, 64] to [b, s, 4, -1]: b*s*64 / (b*s*4) = 16.
+        let x = [b.clone(), s.clone(), k(64)];
+        let t = [b.clone(), s.clone(), k(4), k(-1)];
+        assert_eq!(
+            show(reshape_dims(Some(&x), &t, true)),
+            ["b", "s", "4", "16"]
+        );
+        // [b, s, 64] to [b, s, -1, 16]: 4.
+        let t = [b.clone(), s.clone(), k(-1), k(16)];
+        assert_eq!(
+            show(reshape_dims(Some(&x), &t, true)),
+            ["b", "s", "4", "16"]
+        );
+        // input_ids[b, s].view(-1, s): b.
+        let ids = [b.clone(), s.clone()];
+        let t = [k(-1), s.clone()];
+        assert_eq!(show(reshape_dims(Some(&ids), &t, true)), ["b", "s"]);
+        // A copied dim cancels even when nothing is known about it: [?, s, 64] to [0, s, -1].
+        let x = [Dim::unknown(), s.clone(), k(64)];
+        let t = [k(0), s.clone(), k(-1)];
+        let got = reshape_dims(Some(&x), &t, true).expect("rank");
+        assert!(got[0].is_unknown());
+        assert_eq!(got[2], k(64));
+        // Not the same position and possibly 0: unknown ([b, s] to [s, -1] at s = 0 copies b).
+        let t = [s.clone(), k(-1)];
+        let got = reshape_dims(Some(&ids), &t, true).expect("rank");
+        assert!(got.iter().all(Dim::is_unknown), "{got:?}");
+    }
+}
