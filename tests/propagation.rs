@@ -402,4 +402,6 @@ fn reshape_targets_built_from_shape_are_exact() {
     assert_eq!(dims("r10"), ["b", "s", "64"]);
     assert_eq!(dims("r11"), ["64*b*s"]);
     assert_eq!(dims("r12"), ["b", "s"]);
+    // ConstantOfShape's int64 `value` attribute read: the Where picks 1 where t is -1.
+    assert_eq!(dims("r13"), ["b", "1", "s"]);
 }

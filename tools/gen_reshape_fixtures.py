@@ -31,6 +31,8 @@ input dim at its position, one -1 takes the element count over the product of th
   r10 Where(Equal(s, -1), INT_MAX, s)       = s, so x -> [b, that, 64] = [b, s, 64]
   r11 x -> ReduceProd(Shape(x))             = [b*s*64]
   r12 ids -> [-1, Shape(ScatterND(ids, ...))[1]] = [b, s]
+  r13 Expand(ids[b, 1, s], Where(Equal(t, -ones), ones, t)) for t = [b, -1, s]: the -1 becomes 1
+      (b, s >= 0 never equal -1) = [b, 1, s]
 """
 import itertools
 import json
@@ -116,15 +118,26 @@ def model():
         N("Unsqueeze", ["sc_seq", "ax0"], ["sc_seq1"]),
         N("Concat", ["m1", "sc_seq1"], ["t12"], axis=0),
         N("Reshape", ["ids", "t12"], ["r12"]),
+        # r13: TorchScript's expand target: Where(Equal(t, -ones), ones, t) turns t's -1 into 1
+        # (ConstantOfShape with an int64 `value` attribute)
+        N("Concat", ["b1", "m1", "s1"], ["esh"], axis=0),
+        N("Shape", ["esh"], ["esh_s"]),
+        N("ConstantOfShape", ["esh_s"], ["ones"],
+          value=helper.make_tensor("value", TensorProto.INT64, [1], [1])),
+        N("Mul", ["ones", "m1s"], ["neg"]),
+        N("Equal", ["esh", "neg"], ["eqe"]),
+        N("Where", ["eqe", "ones", "esh"], ["wsh"]),
+        N("Unsqueeze", ["ids", "ax1"], ["ids3"]),
+        N("Expand", ["ids3", "wsh"], ["r13"]),
     ]
     inits = [
         c("i0", 0), c("i1", 1), c("ax0", [0]), c("z1", [0]), c("m1", [-1]), c("c2", [2]),
         c("c4_m1", [4, -1]), c("m1_c16", [-1, 16]), c("c4_c16", [4, 16]), c("m1_c64", [-1, 64]),
         c("c64", [64]), c("c8s", 8), c("zeros4", [0, 0, 0, 0]), c("zero1", [0]),
         c("m1_c8_c64", [-1, 8, 64]), c("imax", [2147483647]),
-        c("no_idx", np.zeros((0, 2))), c("no_upd", np.zeros((0,))),
+        c("no_idx", np.zeros((0, 2))), c("no_upd", np.zeros((0,))), c("m1s", -1), c("ax1", [1]),
     ]
-    outs = ["r1", "r2", "r3", "r4", "r5", "r6", "r6b", "r7", "r8", "r9", "r10", "r11", "r12"]
+    outs = ["r1", "r2", "r3", "r4", "r5", "r6", "r6b", "r7", "r8", "r9", "r10", "r11", "r12", "r13"]
     g = helper.make_graph(
         nodes,
         "reshape_targets",
