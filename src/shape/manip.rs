@@ -85,7 +85,8 @@ fn transpose_value(cx: &Ctx) -> Option<Vec<Dim>> {
 /// - a symbolic element is itself when it is the data's dim at that position (it copies the same
 ///   value whether or not it is 0), when it is `>= 1`, or, when it may be 0, when it is `>= 0`
 ///   and either 0 copies nothing (`allowzero=1`) or it is 0 only where the data's dim at that
-///   position is 0 (a factor of it: `b` against `b*s`), or, alone of its kind without a `-1`,
+///   position is 0 (a factor of it: `b` against `b*s`), or past the data's rank (where a 0
+///   would copy nothing: the node is invalid), or, alone of its kind without a `-1`,
 ///   when it is 0 only where the data has no element and every other element is `>= 1`
 ///   (`x.view(b * s, 64)`: a copied dim would have to be 0 too); otherwise unknown;
 /// - the `-1` is the data's element count divided by the product of the other elements, when
@@ -152,12 +153,16 @@ pub(crate) fn reshape_dims(
             Some(v) if v >= 0 => Dim::known(v),
             Some(_) => return None,
             None => {
-                let here = at(i)?;
+                let here = input.and_then(|x| x.get(i));
+                // Past the data's rank, a 0 that copies is invalid: the element is not 0.
+                let past_rank = input.is_some_and(|x| i >= x.len());
                 let nonneg = t.bounds().0.is_some_and(|l| l >= 0);
                 if here.is_some_and(|d| !d.is_unknown() && (d == t || d.provably_equal(t))) {
                     copy = Some(i);
                     t.clone()
-                } else if t.bounds().0.is_some_and(|l| l >= 1) || nonneg && !zero_copies {
+                } else if t.bounds().0.is_some_and(|l| l >= 1)
+                    || nonneg && (!zero_copies || past_rank)
+                {
                     t.clone()
                 } else if nonneg
                     && here
