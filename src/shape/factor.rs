@@ -44,10 +44,14 @@ impl Factors {
                 ..Factors::one()
             });
         }
-        Some(monomial(d).unwrap_or_else(|| Factors {
-            opaque: vec![d.clone()],
-            ..Factors::one()
-        }))
+        Some(
+            monomial(d)
+                .or_else(|| content(d))
+                .unwrap_or_else(|| Factors {
+                    opaque: vec![d.clone()],
+                    ..Factors::one()
+                }),
+        )
     }
 
     /// The factors of the product of `dims` (`None` when one is unknown or the constant
@@ -175,6 +179,103 @@ fn monomial(d: &Dim) -> Option<Factors> {
     (f.to_dim().as_ref() == Some(d)).then_some(f)
 }
 
+/// The terms of the sum `d`, each as a dim: its text as [`Dim::to_onnx`] prints it, split at the
+/// top-level ` + ` and ` - `, each part read back with `d`'s own symbols (`None` when a part
+/// does not read back).
+fn terms(d: &Dim) -> Option<Vec<Dim>> {
+    let text = d.to_onnx()?;
+    let syms = d.symbols();
+    let lookup = |n: &str| {
+        syms.iter()
+            .find(|s| s.name() == n)
+            .map(|s| {
+                let (lo, hi) = s.bounds();
+                Dim::symbol_bounded(n, lo, hi)
+            })
+            .unwrap_or_else(|| Dim::symbol(n))
+    };
+    let b = text.as_bytes();
+    let (mut depth, mut start, mut neg, mut i) = (0i32, 0usize, false, 0usize);
+    let mut parts = Vec::new();
+    while i < b.len() {
+        match b[i] {
+            b'(' => depth += 1,
+            b')' => depth -= 1,
+            b' ' if depth == 0
+                && i + 2 < b.len()
+                && matches!(b[i + 1], b'+' | b'-')
+                && b[i + 2] == b' ' =>
+            {
+                parts.push((neg, &text[start..i]));
+                neg = b[i + 1] == b'-';
+                start = i + 3;
+                i += 3;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    parts.push((neg, &text[start..]));
+    parts
+        .into_iter()
+        .map(|(neg, t)| {
+            let d = Dim::parse(t, &lookup)?;
+            Some(if neg { d.neg() } else { d })
+        })
+        .collect()
+}
+
+/// A sum of monomials as its greatest common monomial times the rest (`b*p + b*s` is
+/// `b * (p + s)`), checked by multiplying back; `None` when the common part is 1.
+fn content(d: &Dim) -> Option<Factors> {
+    let ts = terms(d)?;
+    if ts.len() < 2 {
+        return None;
+    }
+    let fs: Vec<Factors> = ts
+        .iter()
+        .map(|t| match t.as_known() {
+            Some(v) => Some(Factors {
+                coef: v as i128,
+                ..Factors::one()
+            }),
+            None => monomial(t),
+        })
+        .collect::<Option<_>>()?;
+    let mut g = Factors::one();
+    g.coef = fs
+        .iter()
+        .fold(0u128, |a, f| gcd(a, f.coef.unsigned_abs()))
+        .try_into()
+        .ok()?;
+    for s in fs[0].syms.keys() {
+        let m = fs
+            .iter()
+            .map(|f| f.syms.get(s).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(0);
+        if m > 0 {
+            g.syms.insert(s.clone(), m);
+        }
+    }
+    if g.syms.is_empty() && g.coef == 1 {
+        return None;
+    }
+    let mut rest = Dim::known(0);
+    for f in &fs {
+        rest = rest.add(&f.div(&g)?);
+    }
+    if g.to_dim()?.mul(&rest) != *d {
+        return None;
+    }
+    match rest.as_known() {
+        Some(k) => g.coef = g.coef.checked_mul(k as i128)?,
+        None => g.opaque.push(rest),
+    }
+    Some(g)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +295,15 @@ mod tests {
         let sum = b.add(&t);
         let f = Factors::of(&sum).unwrap();
         assert_eq!(f.opaque, vec![sum.clone()]);
+        // b*t + 4*b = b * (t + 4): the common monomial comes out, the rest is one factor.
+        let f = Factors::of(&b.mul(&t).add(&b.mul_const(4))).unwrap();
+        assert_eq!(f.syms.len(), 1);
+        assert_eq!(f.opaque, vec![t.add_const(4)]);
+        let f = Factors::of(&b.mul_const(6).add_const(4)).unwrap();
+        assert_eq!(
+            (f.coef, f.opaque.clone()),
+            (2, vec![b.mul_const(3).add_const(2)])
+        );
         let sq = b.mul(&b).mul_const(3);
         assert_eq!(
             Factors::of(&sq).unwrap().syms.get(&b.symbols()[0]),

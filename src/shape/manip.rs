@@ -586,6 +586,8 @@ mod tests {
         B,
         S,
         BS,
+        /// `b*s + b`: `b * (s + 1)`, a sum with a common factor.
+        BSB,
         SPlus1,
         /// `s - 1`: -1 at s = 0 (a target element that may be the -1).
         SMinus1,
@@ -612,6 +614,7 @@ mod tests {
             Just(D::B),
             Just(D::S),
             Just(D::BS),
+            Just(D::BSB),
             Just(D::SPlus1),
             Just(D::U),
             prop_oneof![Just(0i64), Just(1), Just(2), Just(4), Just(6), Just(16)].prop_map(D::K),
@@ -649,6 +652,7 @@ mod tests {
             D::B => b,
             D::S => s,
             D::BS => b.mul(&s),
+            D::BSB => b.mul(&s).add(&b),
             D::SPlus1 => s.add_const(1),
             D::SMinus1 => s.add_const(-1),
             D::K(k) => Dim::known(k),
@@ -661,6 +665,7 @@ mod tests {
             D::B => b,
             D::S => s,
             D::BS => b * s,
+            D::BSB => b * s + b,
             D::SPlus1 => s + 1,
             D::SMinus1 => s - 1,
             D::K(k) => k,
