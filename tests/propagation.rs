@@ -350,7 +350,8 @@ fn ordered_propagation_equals_propagation_on_every_shipped_model() {
 
 /// Issue 42, pattern A: Reshape targets built from `Shape` (`tests/data/propagation/
 /// reshape_targets.onnx`, `tools/gen_reshape_fixtures.py`, whose header derives each expected
-/// dim from the ONNX Reshape spec). Every dim and value element is checked against ONNX Runtime
+/// dim from the ONNX specs; also the broadcast of a sliced position table, LSTM and GRU). Every
+/// dim and value element is checked against ONNX Runtime
 /// at 32 (b, s) pairs including 0 (each output only where ONNX Runtime accepts it); every dim is
 /// exact but three: `r7 = r6[b*s, 64].view(b, s, -1)` keeps dims 1 and 2 unknown, because at
 /// s = 0 the `s` copies 64 (ONNX Runtime gives `[b, 64, 0]`), and the same with `allowzero=1`
@@ -404,4 +405,11 @@ fn reshape_targets_built_from_shape_are_exact() {
     assert_eq!(dims("r12"), ["b", "s"]);
     // ConstantOfShape's int64 `value` attribute read: the Where picks 1 where t is -1.
     assert_eq!(dims("r13"), ["b", "1", "s"]);
+    // Broadcasting s with min(s, 16): s (they are equal or 1 wherever the Add is valid).
+    assert_eq!(dims("r14"), ["b", "s", "64"]);
+    // LSTM / bidirectional GRU (ONNX layout 0).
+    assert_eq!(dims("r15"), ["s", "1", "b", "3"]);
+    assert_eq!(dims("r15c"), ["1", "b", "3"]);
+    assert_eq!(dims("r16"), ["s", "2", "b", "3"]);
+    assert_eq!(dims("r16h"), ["2", "b", "3"]);
 }

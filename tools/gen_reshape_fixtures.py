@@ -33,6 +33,14 @@ input dim at its position, one -1 takes the element count over the product of th
   r12 ids -> [-1, Shape(ScatterND(ids, ...))[1]] = [b, s]
   r13 Expand(ids[b, 1, s], Where(Equal(t, -ones), ones, t)) for t = [b, -1, s]: the -1 becomes 1
       (b, s >= 0 never equal -1) = [b, 1, s]
+  r14 x[b, s, 64] + pos[16, 64][:s]         = [b, s, 64]      (Slice: min(s, 16) rows; broadcasting s with
+                                                               min(s, 16) is valid only where they are
+                                                               equal or one is 1, and min(s, 16) = 1
+                                                               where s = 1)
+  r15 LSTM over [s, b, 64], hidden 3        = Y [s, 1, b, 3], Y_h, Y_c [1, b, 3]
+  r16 bidirectional GRU over [s, b, 64]     = Y [s, 2, b, 3], Y_h [2, b, 3]
+      (ONNX Runtime 1.32 aborts the process on an LSTM/GRU with batch or sequence 0, and refuses
+      layout=1: r15/r16 run at b, s >= 1 only)
 """
 import itertools
 import json
@@ -129,6 +137,16 @@ def model():
         N("Where", ["eqe", "ones", "esh"], ["wsh"]),
         N("Unsqueeze", ["ids", "ax1"], ["ids3"]),
         N("Expand", ["ids3", "wsh"], ["r13"]),
+        # r14: a position table sliced to the sequence and added back (tf2onnx's h + wpe[:T]):
+        # [b, s, 64] + [min(s, 16), 64]: valid only where they broadcast, so = [b, s, 64]
+        N("Slice", ["pos", "z1", "s1", "z1"], ["pos_s"]),
+        N("Add", ["x", "pos_s"], ["r14"]),
+        # r15: LSTM over [s, b, 64] (hidden 3): Y [s, 1, b, 3], Y_h and Y_c [1, b, 3];
+        # r16: bidirectional GRU over [s, b, 64]: Y [s, 2, b, 3], Y_h [2, b, 3]
+        N("Transpose", ["x"], ["xsb"], perm=[1, 0, 2]),
+        N("LSTM", ["xsb", "lstm_w", "lstm_r"], ["r15", "r15h", "r15c"], hidden_size=3),
+        N("GRU", ["xsb", "gru_w", "gru_r"], ["r16", "r16h"], hidden_size=3,
+          direction="bidirectional"),
     ]
     inits = [
         c("i0", 0), c("i1", 1), c("ax0", [0]), c("z1", [0]), c("m1", [-1]), c("c2", [2]),
@@ -136,8 +154,12 @@ def model():
         c("c64", [64]), c("c8s", 8), c("zeros4", [0, 0, 0, 0]), c("zero1", [0]),
         c("m1_c8_c64", [-1, 8, 64]), c("imax", [2147483647]),
         c("no_idx", np.zeros((0, 2))), c("no_upd", np.zeros((0,))), c("m1s", -1), c("ax1", [1]),
+        c("pos", np.zeros((16, 64)), np.float32),
+        c("lstm_w", np.full((1, 12, 64), 0.01), np.float32), c("lstm_r", np.full((1, 12, 3), 0.01), np.float32),
+        c("gru_w", np.full((2, 9, 64), 0.01), np.float32), c("gru_r", np.full((2, 9, 3), 0.01), np.float32),
     ]
-    outs = ["r1", "r2", "r3", "r4", "r5", "r6", "r6b", "r7", "r8", "r9", "r10", "r11", "r12", "r13"]
+    outs = ["r1", "r2", "r3", "r4", "r5", "r6", "r6b", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
+            "r15", "r15h", "r15c", "r16", "r16h"]
     g = helper.make_graph(
         nodes,
         "reshape_targets",
@@ -188,8 +210,14 @@ def main():
     # One sub-model per output: a size set one Reshape refuses (a -1 beside a 0) still gives
     # every other output's shapes.
     runs = [{"bindings": z, "shapes": {}, "values": {}, "refused": []} for z in grid]
+    rnn = {"r15", "r16"}
     for out in [o.name for o in m.graph.output]:
-        for run, sub in zip(runs, run_grid(sub_model(m, out), feeds, grid)):
+        sub_grid = [z for z in grid if z["b"] > 0 and z["s"] > 0] if out.rstrip("hc") in rnn else grid
+        subs = iter(run_grid(sub_model(m, out), feeds, sub_grid))
+        for run in runs:
+            if run["bindings"] not in sub_grid:
+                continue
+            sub = next(subs)
             if "error" in sub:
                 run["refused"].append(out)
                 continue

@@ -156,6 +156,10 @@ pub(crate) fn broadcast_dim(a: &Dim, b: &Dim) -> Dim {
         (Some(_), _) => a.clone(),
         (_, Some(_)) => b.clone(),
         _ if a == b => a.clone(),
+        // Valid pairs are equal, or one is 1: `a` is the result unless `a` is 1 and `b` not,
+        // so `a` is when `a = 1` forces `b = 1` (`T` against `min(T, 1024)`).
+        _ if one_forces_one(a, b) => a.clone(),
+        _ if one_forces_one(b, a) => b.clone(),
         _ => {
             // Either equal or one is 1: the result is one of them.
             let (alo, ahi) = a.bounds();
@@ -165,6 +169,21 @@ pub(crate) fn broadcast_dim(a: &Dim, b: &Dim) -> Dim {
             Dim::unknown_bounded(lo.max(0), hi)
         }
     }
+}
+
+/// True when `a` is a symbol and `b` an expression over that symbol alone that is 1 where the
+/// symbol is 1 (so `a = 1` implies `b = 1`).
+fn one_forces_one(a: &Dim, b: &Dim) -> bool {
+    let (sa, sb) = (a.symbols(), b.symbols());
+    let [x] = sa.as_slice() else {
+        return false;
+    };
+    let (lo, hi) = x.bounds();
+    if *a != Dim::symbol_bounded(x.name(), lo, hi) || sb.iter().any(|s| s != x) || b.is_unknown() {
+        return false;
+    }
+    let one = std::collections::HashMap::from([(x.name().to_string(), 1)]);
+    b.eval(&one) == Some(1)
 }
 
 /// Numpy broadcast of shapes (aligned on the right).

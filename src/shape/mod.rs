@@ -29,6 +29,7 @@ mod gather;
 mod manip;
 mod matmul;
 mod reduce;
+mod rnn;
 pub mod scope;
 pub mod slice;
 
@@ -425,6 +426,7 @@ fn rule(cx: &Ctx) -> Vec<Fact> {
         .or_else(|| manip::rule(op, cx))
         .or_else(|| reduce::rule(op, cx))
         .or_else(|| gather::rule(op, cx))
+        .or_else(|| rnn::rule(op, cx))
         .unwrap_or_default()
 }
 
