@@ -413,3 +413,97 @@ fn reshape_targets_built_from_shape_are_exact() {
     assert_eq!(dims("r16"), ["s", "2", "b", "3"]);
     assert_eq!(dims("r16h"), ["2", "b", "3"]);
 }
+
+/// Issue 42, pattern E: integer values computed from an interval dim carry its bounds.
+/// `tests/data/propagation/ov_value_bounds.xml` (`tools/gen_ov_value_bounds.py`): `ShapeOf` of a
+/// Parameter `[1..10, 4]` through Gather, Convert, Add, Multiply, FloorMod, Squeeze/Unsqueeze and
+/// Concat, into Reshape (both `special_zero`), Broadcast and Range. With every port shape but the
+/// Parameter's stripped, each propagated dim must contain the size OpenVINO's CPU plugin gives at
+/// n = 1, 2, 3, 5, 7, 10, and be at least as tight as OpenVINO's own inferred interval.
+#[test]
+fn ov_value_bounds_from_an_interval_dim() {
+    use slice_opt::ir::NodeKind;
+    let path = Path::new("tests/data/propagation/ov_value_bounds.xml");
+    let model = Model::load(path).expect("loads");
+    let mut g = model.graph().clone();
+    for ix in model.graph().g.node_indices() {
+        let n = g.node_mut(ix);
+        if n.kind == NodeKind::Op && n.op_type != "Parameter" {
+            for v in &mut n.outputs {
+                v.ty.shape = None;
+            }
+        }
+    }
+    let facts = shape::propagate_graph(&g, model.format(), 0).expect("acyclic");
+    let text =
+        std::fs::read_to_string("tests/data/propagation/ov_value_bounds.json").expect("data");
+    let json: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let fact = |name: &str| -> Fact {
+        let ix =
+            g.g.node_indices()
+                .find(|&ix| g.node(ix).name.as_str() == name)
+                .unwrap_or_else(|| panic!("no layer {name}"));
+        facts.get(OutletId { node: ix, port: 0 }).clone()
+    };
+    let (mut tighter, mut equal) = (0, 0);
+    for (name, ov_dims) in json["openvino"].as_object().expect("openvino") {
+        let f = fact(name);
+        let shape = f.shape.as_ref().unwrap_or_else(|| panic!("{name}: rank"));
+        let ov_dims = ov_dims.as_array().expect("dims");
+        assert_eq!(shape.len(), ov_dims.len(), "{name}: rank");
+        for (i, (d, ov)) in shape.iter().zip(ov_dims).enumerate() {
+            let (olo, ohi) = (ov[0].as_i64().expect("lo"), ov[1].as_i64().expect("hi"));
+            let ohi = (ohi >= 0).then_some(ohi);
+            let (lo, hi) = d.bounds();
+            let lo = lo.unwrap_or(0);
+            assert!(
+                lo >= olo,
+                "{name} dim {i}: {d} looser than OpenVINO's {olo}.."
+            );
+            assert!(
+                ohi.is_none_or(|oh| hi.is_some_and(|h| h <= oh)),
+                "{name} dim {i}: {d} looser than OpenVINO's ..{ohi:?}"
+            );
+            if (Some(lo), hi) == (Some(olo), ohi) {
+                equal += 1;
+            } else {
+                tighter += 1;
+            }
+        }
+    }
+    for run in json["runs"].as_array().expect("runs") {
+        for (name, want) in run["shapes"].as_object().expect("shapes") {
+            let f = fact(name);
+            let shape = f.shape.as_ref().expect("rank");
+            for (i, (d, w)) in shape.iter().zip(want.as_array().expect("dims")).enumerate() {
+                let w = w.as_i64().expect("dim");
+                let (lo, hi) = d.bounds();
+                assert!(
+                    lo.is_none_or(|l| l <= w) && hi.is_none_or(|h| w <= h),
+                    "{name} dim {i}: {d} excludes {w} at {}",
+                    run["bindings"]
+                );
+            }
+            if let (Some(v), Some(want)) = (&f.value, run["values"][name].as_array()) {
+                for (d, w) in v.iter().zip(want) {
+                    let w = w.as_i64().expect("int");
+                    let (lo, hi) = d.bounds();
+                    assert!(
+                        lo.is_none_or(|l| l <= w) && hi.is_none_or(|h| w <= h),
+                        "{name} value {d} excludes {w} at {}",
+                        run["bindings"]
+                    );
+                }
+            }
+        }
+    }
+    eprintln!("ov_value_bounds: {equal} dims as tight as OpenVINO's, {tighter} tighter");
+    assert!(
+        tighter >= 1 && equal >= 15,
+        "{equal} equal, {tighter} tighter"
+    );
+    // Range(0, n + n mod 4): n in 1..10 and n mod 4 in 0..3, so at most 13 elements (OpenVINO:
+    // unbounded).
+    let rg = fact("rg").shape.expect("rank");
+    assert_eq!(rg[0].bounds().1, Some(13), "{}", rg[0]);
+}

@@ -244,7 +244,16 @@ fn is_true(d: &Dim) -> Option<bool> {
 fn modulo(x: &Dim, y: &Dim, floor: bool) -> Dim {
     match y.as_known() {
         Some(k) if k > 0 && (floor || x.bounds().0.is_some_and(|l| l >= 0)) => {
-            x.sub(&x.div_floor(k).mul_const(k))
+            let r = x.sub(&x.div_floor(k).mul_const(k));
+            if !r.is_unknown() {
+                return r;
+            }
+            // In [0, k - 1], and at most x where x >= 0.
+            let hi = match x.bounds() {
+                (Some(lo), Some(hi)) if lo >= 0 => hi.min(k - 1),
+                _ => k - 1,
+            };
+            Dim::unknown_bounded(0, Some(hi))
         }
         _ => Dim::unknown_bounded(i64::MIN, None),
     }

@@ -229,19 +229,36 @@ fn infer_minus_one(
         }
         match copies[j] {
             Some(k) if !cancelled[k] => cancelled[k] = true,
-            _ if d.is_unknown() => return None,
             _ => others.push(d),
         }
     }
-    let num = Factors::of_product(
-        input
-            .iter()
-            .zip(&cancelled)
-            .filter(|(_, c)| !**c)
-            .map(|(d, _)| d),
-    )?;
-    let den = Factors::of_product(others)?;
-    num.div(&den)
+    let rest: Vec<&Dim> = input
+        .iter()
+        .zip(&cancelled)
+        .filter(|(_, c)| !**c)
+        .map(|(d, _)| d)
+        .collect();
+    let exact = (!others.iter().any(|d| d.is_unknown()))
+        .then(|| {
+            let num = Factors::of_product(rest.iter().copied())?;
+            num.div(&Factors::of_product(others.iter().copied())?)
+        })
+        .flatten();
+    exact.or_else(|| Some(quotient_bounds(&rest, &others)))
+}
+
+/// An unknown dim with the bounds of `P / Q`, `P` and `Q` the products of `num` and `den`, for a
+/// run where `Q` divides `P` and is not 0 (as a `-1` needs).
+fn quotient_bounds(num: &[&Dim], den: &[&Dim]) -> Dim {
+    let prod = |ds: &[&Dim]| ds.iter().fold(Dim::known(1), |a, d| a.mul(d)).bounds();
+    let ((plo, phi), (qlo, qhi)) = (prod(num), prod(den));
+    let (plo, qlo) = (plo.unwrap_or(0).max(0), qlo.unwrap_or(0).max(1));
+    let lo = match qhi {
+        // ceil(plo / qh), plo >= 0.
+        Some(qh) if qh >= 1 => plo / qh + i64::from(plo % qh != 0),
+        _ => 0,
+    };
+    Dim::unknown_bounded(lo, phi.map(|ph| ph / qlo))
 }
 
 fn squeeze_axes(cx: &Ctx) -> Option<Option<Vec<i64>>> {
