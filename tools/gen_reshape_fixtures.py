@@ -39,6 +39,8 @@ input dim at its position, one -1 takes the element count over the product of th
                                                                where s = 1)
   r15 LSTM over [s, b, 64], hidden 3        = Y [s, 1, b, 3], Y_h, Y_c [1, b, 3]
   r16 bidirectional GRU over [s, b, 64]     = Y [s, 2, b, 3], Y_h [2, b, 3]
+  r17 ReverseSequence of [s, b, 64]         = [s, b, 64]
+  r18 x -> Concat(Split(Shape(x), [2, 1])[0], [-1]) = [b, s, 64]
       (ONNX Runtime 1.32 aborts the process on an LSTM/GRU with batch or sequence 0, and refuses
       layout=1: r15/r16 run at b, s >= 1 only)
 """
@@ -147,19 +149,27 @@ def model():
         N("LSTM", ["xsb", "lstm_w", "lstm_r"], ["r15", "r15h", "r15c"], hidden_size=3),
         N("GRU", ["xsb", "gru_w", "gru_r"], ["r16", "r16h"], hidden_size=3,
           direction="bidirectional"),
+        # r17: ReverseSequence keeps its data's shape: [s, b, 64]
+        N("ConstantOfShape", ["b1"], ["lens"],
+          value=helper.make_tensor("value", TensorProto.INT64, [1], [0])),
+        N("ReverseSequence", ["xsb", "lens"], ["r17"], batch_axis=1, time_axis=0),
+        # r18: a shape split in two (Split of a value): x.view(*Split(Shape(x), [2, 1])[0], -1)
+        N("Split", ["xs", "split21"], ["hd2", "tl1"], axis=0),
+        N("Concat", ["hd2", "m1"], ["t18"], axis=0),
+        N("Reshape", ["x", "t18"], ["r18"]),
     ]
     inits = [
         c("i0", 0), c("i1", 1), c("ax0", [0]), c("z1", [0]), c("m1", [-1]), c("c2", [2]),
         c("c4_m1", [4, -1]), c("m1_c16", [-1, 16]), c("c4_c16", [4, 16]), c("m1_c64", [-1, 64]),
         c("c64", [64]), c("c8s", 8), c("zeros4", [0, 0, 0, 0]), c("zero1", [0]),
         c("m1_c8_c64", [-1, 8, 64]), c("imax", [2147483647]),
-        c("no_idx", np.zeros((0, 2))), c("no_upd", np.zeros((0,))), c("m1s", -1), c("ax1", [1]),
+        c("no_idx", np.zeros((0, 2))), c("no_upd", np.zeros((0,))), c("m1s", -1), c("ax1", [1]), c("split21", [2, 1]),
         c("pos", np.zeros((16, 64)), np.float32),
         c("lstm_w", np.full((1, 12, 64), 0.01), np.float32), c("lstm_r", np.full((1, 12, 3), 0.01), np.float32),
         c("gru_w", np.full((2, 9, 64), 0.01), np.float32), c("gru_r", np.full((2, 9, 3), 0.01), np.float32),
     ]
     outs = ["r1", "r2", "r3", "r4", "r5", "r6", "r6b", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
-            "r15", "r15h", "r15c", "r16", "r16h"]
+            "r15", "r15h", "r15c", "r16", "r16h", "r17", "r18"]
     g = helper.make_graph(
         nodes,
         "reshape_targets",

@@ -85,6 +85,9 @@ const UNARY: &[&str] = &[
     "Bernoulli",
     "RandomNormalLike",
     "RandomUniformLike",
+    // The data's shape (the sequence lengths only say what is reversed).
+    "ReverseSequence",
+    "Reverse",
 ];
 
 const BOOL_OUT: &[&str] = &[

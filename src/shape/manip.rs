@@ -478,13 +478,29 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                         .collect::<Vec<_>>(),
                 )
             });
+            // Values: a 1-D value split into parts of known lengths (a shape split in two).
+            let mut rest = xv.filter(|v| {
+                x.is_some_and(|x| x.len() == 1) && v.len() <= super::MAX_VALUE_ELEMENTS
+            });
             Some(match shapes {
                 Some(s) => s
                     .into_iter()
-                    .map(|s| Fact {
-                        dtype: cx.dtype(0),
-                        shape: Some(s),
-                        value: None,
+                    .map(|s| {
+                        let value = rest.and_then(|v| {
+                            let n = usize::try_from(s.first()?.as_known()?).ok()?;
+                            let (part, tail) = (v.get(..n)?, v.get(n..)?);
+                            rest = Some(tail);
+                            Some(part.to_vec())
+                        });
+                        if value.is_none() {
+                            rest = None;
+                        }
+                        Fact {
+                            dtype: cx.dtype(0),
+                            shape: Some(s),
+                            value: None,
+                        }
+                        .with_value(value)
                     })
                     .collect(),
                 None => vec![
