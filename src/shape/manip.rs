@@ -162,12 +162,10 @@ pub(crate) fn reshape_dims(
                     t.clone()
                 } else if t.bounds().0.is_some_and(|l| l >= 1)
                     || nonneg && (!zero_copies || past_rank)
-                {
-                    t.clone()
-                } else if nonneg
-                    && here
-                        .and_then(|d| Some((Factors::of(t)?, Factors::of(d)?)))
-                        .is_some_and(|(ft, fd)| ft.zero_only_where(&fd))
+                    || nonneg
+                        && here
+                            .and_then(|d| Some((Factors::of(t)?, Factors::of(d)?)))
+                            .is_some_and(|(ft, fd)| ft.zero_only_where(&fd))
                 {
                     t.clone()
                 } else {
@@ -620,7 +618,7 @@ mod tests {
         S,
         BS,
         /// `b*s + b`: `b * (s + 1)`, a sum with a common factor.
-        BSB,
+        Bsb,
         SPlus1,
         /// `s - 1`: -1 at s = 0 (a target element that may be the -1).
         SMinus1,
@@ -647,7 +645,7 @@ mod tests {
             Just(D::B),
             Just(D::S),
             Just(D::BS),
-            Just(D::BSB),
+            Just(D::Bsb),
             Just(D::SPlus1),
             Just(D::U),
             prop_oneof![Just(0i64), Just(1), Just(2), Just(4), Just(6), Just(16)].prop_map(D::K),
@@ -685,7 +683,7 @@ mod tests {
             D::B => b,
             D::S => s,
             D::BS => b.mul(&s),
-            D::BSB => b.mul(&s).add(&b),
+            D::Bsb => b.mul(&s).add(&b),
             D::SPlus1 => s.add_const(1),
             D::SMinus1 => s.add_const(-1),
             D::K(k) => Dim::known(k),
@@ -698,7 +696,7 @@ mod tests {
             D::B => b,
             D::S => s,
             D::BS => b * s,
-            D::BSB => b * s + b,
+            D::Bsb => b * s + b,
             D::SPlus1 => s + 1,
             D::SMinus1 => s - 1,
             D::K(k) => k,
