@@ -414,6 +414,8 @@ fn reshape_targets_built_from_shape_are_exact() {
     assert_eq!(dims("r16h"), ["2", "b", "3"]);
     assert_eq!(dims("r17"), ["s", "b", "64"]);
     assert_eq!(dims("r18"), ["b", "s", "64"]);
+    // A boolean constant (tf2onnx's end mask) in And/Where on a shape value.
+    assert_eq!(dims("r19"), ["0", "s"]);
 }
 
 /// Issue 42, pattern E: integer values computed from an interval dim carry its bounds.

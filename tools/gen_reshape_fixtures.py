@@ -41,8 +41,8 @@ input dim at its position, one -1 takes the element count over the product of th
   r16 bidirectional GRU over [s, b, 64]     = Y [s, 2, b, 3], Y_h [2, b, 3]
   r17 ReverseSequence of [s, b, 64]         = [s, b, 64]
   r18 x -> Concat(Split(Shape(x), [2, 1])[0], [-1]) = [b, s, 64]
-      (ONNX Runtime 1.32 aborts the process on an LSTM/GRU with batch or sequence 0, and refuses
-      layout=1: r15/r16 run at b, s >= 1 only)
+  r19 ids[Where(And(Less([1, 1], 0), [T, F]), 1e9, [0, s])]: the condition is [F, F], so the
+      ends are [0, s]: ids[0:0, 0:s] = [0, s]
 """
 import itertools
 import json
@@ -157,6 +157,13 @@ def model():
         N("Split", ["xs", "split21"], ["hd2", "tl1"], axis=0),
         N("Concat", ["hd2", "m1"], ["t18"], axis=0),
         N("Reshape", ["x", "t18"], ["r18"]),
+        # r19: tf2onnx's strided-slice end under a mask: Where(And(Less(strides, 0), end_mask),
+        # 1e9, [0, s]) is [0, s] (the strides are positive), then ids[0:0, 0:s]
+        N("Less", ["strides11", "zero_i"], ["neg_stride"]),
+        N("And", ["neg_stride", "mask_tf"], ["use_max"]),
+        N("Concat", ["z1", "s1"], ["end0s"], axis=0),
+        N("Where", ["use_max", "big", "end0s"], ["end19"]),
+        N("Slice", ["ids", "zz", "end19", "ax01"], ["r19"]),
     ]
     inits = [
         c("i0", 0), c("i1", 1), c("ax0", [0]), c("z1", [0]), c("m1", [-1]), c("c2", [2]),
@@ -164,12 +171,14 @@ def model():
         c("c64", [64]), c("c8s", 8), c("zeros4", [0, 0, 0, 0]), c("zero1", [0]),
         c("m1_c8_c64", [-1, 8, 64]), c("imax", [2147483647]),
         c("no_idx", np.zeros((0, 2))), c("no_upd", np.zeros((0,))), c("m1s", -1), c("ax1", [1]), c("split21", [2, 1]),
+        c("strides11", [1, 1]), c("zero_i", 0), c("mask_tf", [True, False], np.bool_),
+        c("big", [1000000000, 1000000000]), c("zz", [0, 0]), c("ax01", [0, 1]),
         c("pos", np.zeros((16, 64)), np.float32),
         c("lstm_w", np.full((1, 12, 64), 0.01), np.float32), c("lstm_r", np.full((1, 12, 3), 0.01), np.float32),
         c("gru_w", np.full((2, 9, 64), 0.01), np.float32), c("gru_r", np.full((2, 9, 3), 0.01), np.float32),
     ]
     outs = ["r1", "r2", "r3", "r4", "r5", "r6", "r6b", "r7", "r8", "r9", "r10", "r11", "r12", "r13", "r14",
-            "r15", "r15h", "r15c", "r16", "r16h", "r17", "r18"]
+            "r15", "r15h", "r15c", "r16", "r16h", "r17", "r18", "r19"]
     g = helper.make_graph(
         nodes,
         "reshape_targets",

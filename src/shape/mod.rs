@@ -56,8 +56,9 @@ pub struct Fact {
     pub dtype: Option<DType>,
     /// Shape; `None` = rank unknown.
     pub shape: Option<Vec<Dim>>,
-    /// For an integer tensor of at most [`MAX_VALUE_ELEMENTS`] elements whose shape is known:
-    /// its elements in row-major order (each a known value, an expression or unknown).
+    /// For an integer (or boolean: 0/1) tensor of at most [`MAX_VALUE_ELEMENTS`] elements whose
+    /// shape is known: its elements in row-major order (each a known value, an expression or
+    /// unknown).
     pub value: Option<Vec<Dim>>,
 }
 
@@ -337,10 +338,15 @@ pub fn declared_fact(graph: &Graph, outlet: OutletId) -> Fact {
         let small = t
             .element_count()
             .is_some_and(|n| n <= MAX_VALUE_ELEMENTS as u64);
-        let value = (small && t.dtype.is_index_type())
+        // Booleans as 0/1 (tf2onnx's begin/end masks meet shape values in And/Where).
+        let boolean = t.dtype == DType::Bool;
+        let value = (small && (t.dtype.is_index_type() || boolean))
             .then(|| t.i64_values())
             .flatten()
-            .map(|v| v.map(Dim::known).collect());
+            .map(|v| {
+                v.map(|x| Dim::known(if boolean { i64::from(x != 0) } else { x }))
+                    .collect()
+            });
         return Fact {
             dtype: Some(t.dtype),
             shape: Some(shape),
