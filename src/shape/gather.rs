@@ -1,8 +1,9 @@
 //! Shape sources and index ops: `Shape`/`ShapeOf` (whose *value* is the input's dims), `Size`,
 //! `Gather` (ONNX `axis` attribute; OpenVINO axis input and `batch_dims`), `GatherElements`,
+//! the scatters (`ScatterND`, `ScatterElements`; OpenVINO `Scatter*Update`: the data's shape),
 //! `Range`, `ConstantOfShape`, `TopK`, `Resize`, `NonZero`.
 
-use super::{mul, mul_const, norm_axis, Ctx, Fact, MAX_VALUE_ELEMENTS};
+use super::{mul_const, norm_axis, Ctx, Fact, MAX_VALUE_ELEMENTS};
 use crate::ir::{Attr, DType, TensorData};
 use crate::semantics::Dim;
 
@@ -107,7 +108,7 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
             .with_value(dims)])
         }
         "Size" => {
-            let value = x.map(|x| vec![x.iter().fold(Dim::known(1), |a, d| mul(&a, d))]);
+            let value = x.map(|x| vec![x.iter().fold(Dim::known(1), |a, d| a.mul(d))]);
             Some(vec![Fact {
                 dtype: Some(DType::I64),
                 shape: Some(Vec::new()),
@@ -116,6 +117,17 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
             .with_value(value)])
         }
         "Gather" => gather(cx),
+        // Scatters write into a copy of the data: its type and shape.
+        "ScatterND"
+        | "ScatterElements"
+        | "Scatter"
+        | "ScatterUpdate"
+        | "ScatterNDUpdate"
+        | "ScatterElementsUpdate" => Some(vec![Fact {
+            dtype: cx.dtype(0),
+            shape: x.map(<[Dim]>::to_vec),
+            value: None,
+        }]),
         "GatherElements" => Some(vec![Fact {
             dtype: cx.dtype(0),
             shape: cx.shape(1).map(<[Dim]>::to_vec),

@@ -24,10 +24,12 @@
 
 mod conv;
 mod elementwise;
+mod factor;
 mod gather;
 mod manip;
 mod matmul;
 mod reduce;
+mod rnn;
 pub mod slice;
 pub mod slice_node;
 
@@ -53,8 +55,9 @@ pub struct Fact {
     pub dtype: Option<DType>,
     /// Shape; `None` = rank unknown.
     pub shape: Option<Vec<Dim>>,
-    /// For an integer tensor of at most [`MAX_VALUE_ELEMENTS`] elements whose shape is known:
-    /// its elements in row-major order (each a known value, an expression or unknown).
+    /// For an integer (or boolean: 0/1) tensor of at most [`MAX_VALUE_ELEMENTS`] elements whose
+    /// shape is known: its elements in row-major order (each a known value, an expression or
+    /// unknown).
     pub value: Option<Vec<Dim>>,
 }
 
@@ -318,28 +321,6 @@ pub(crate) fn mul(a: &Dim, b: &Dim) -> Dim {
     }
 }
 
-/// The product of `dims`, cancelling the factors that also appear in `divide_by`, then dividing
-/// by the known rest (`None` when the remaining division is not by a known positive value).
-pub(crate) fn product_div(dims: &[Dim], divide_by: &[Dim]) -> Option<Dim> {
-    let mut num: Vec<Dim> = dims.to_vec();
-    let mut den_known: i64 = 1;
-    for d in divide_by {
-        if let Some(i) = num.iter().position(|n| n == d && !n.is_unknown()) {
-            num.swap_remove(i);
-        } else {
-            den_known = den_known.checked_mul(d.as_known()?)?;
-        }
-    }
-    let mut p = Dim::known(1);
-    for d in &num {
-        p = mul(&p, d);
-    }
-    if den_known <= 0 {
-        return None;
-    }
-    Some(p.div_floor(den_known))
-}
-
 /// The fact a file declares for `outlet` (constants: their type, shape and small value).
 pub fn declared_fact(graph: &Graph, outlet: OutletId) -> Fact {
     if let Some(t) = graph.constant_at(outlet) {
@@ -355,10 +336,15 @@ pub fn declared_fact(graph: &Graph, outlet: OutletId) -> Fact {
         let small = t
             .element_count()
             .is_some_and(|n| n <= MAX_VALUE_ELEMENTS as u64);
-        let value = (small && t.dtype.is_index_type())
+        // Booleans as 0/1 (tf2onnx's begin/end masks meet shape values in And/Where).
+        let boolean = t.dtype == DType::Bool;
+        let value = (small && (t.dtype.is_index_type() || boolean))
             .then(|| t.i64_values())
             .flatten()
-            .map(|v| v.map(Dim::known).collect());
+            .map(|v| {
+                v.map(|x| Dim::known(if boolean { i64::from(x != 0) } else { x }))
+                    .collect()
+            });
         return Fact {
             dtype: Some(t.dtype),
             shape: Some(shape),
@@ -444,6 +430,7 @@ fn rule(cx: &Ctx) -> Vec<Fact> {
         .or_else(|| manip::rule(op, cx))
         .or_else(|| reduce::rule(op, cx))
         .or_else(|| gather::rule(op, cx))
+        .or_else(|| rnn::rule(op, cx))
         .unwrap_or_default()
 }
 

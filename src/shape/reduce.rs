@@ -24,6 +24,29 @@ fn reduce(x: &[Dim], axes: &[i64], keep: bool) -> Option<Vec<Dim>> {
     )
 }
 
+/// The value of a reduction of a 1-D value to one element (`ReduceProd` of a shape is its
+/// element count; `ReduceSum`, `ReduceMax`, `ReduceMin` likewise on shape values).
+fn reduce_value(op: &str, cx: &Ctx, out_shape: &[Dim]) -> Option<Vec<Dim>> {
+    if !matches!(op, "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin") {
+        return None;
+    }
+    let v = cx.value(0)?;
+    if cx.shape(0)?.len() != 1 || out_shape.iter().any(|d| d.as_known() != Some(1)) {
+        return None;
+    }
+    let (first, rest) = v.split_first()?;
+    let f = |a: Dim, d: &Dim| match op {
+        "ReduceProd" => Some(a.mul(d)),
+        "ReduceSum" => Some(a.add(d)),
+        "ReduceMax" => Some(a.max(d)),
+        "ReduceMin" => Some(a.min(d)),
+        _ => None,
+    };
+    let r = rest.iter().try_fold(first.clone(), f)?;
+    // One element: the whole value reduced.
+    Some(vec![r])
+}
+
 /// The rule for reductions.
 pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
     let x = cx.shape(0);
@@ -58,7 +81,13 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
                 reduce(x, &cx.ints(1)?, keep)
             }
         });
-        return Some(fact(cx.dtype(0), shape));
+        let value = shape.as_ref().and_then(|s| reduce_value(op, cx, s));
+        return Some(vec![Fact {
+            dtype: cx.dtype(0),
+            shape,
+            value: None,
+        }
+        .with_value(value)]);
     }
     match op {
         "ArgMax" | "ArgMin" => {

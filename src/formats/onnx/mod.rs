@@ -736,8 +736,35 @@ fn convert_attr(a: &proto::AttributeProto) -> Attr {
                 .map(|s| String::from_utf8_lossy(s).into_owned())
                 .collect(),
         ),
+        AttributeType::Tensor => match a.t.as_deref().and_then(small_tensor) {
+            Some(t) => Attr::Tensor(Box::new(t)),
+            None => Attr::Opaque,
+        },
         _ => Attr::Opaque,
     }
+}
+
+/// The most elements of a tensor attribute that [`small_tensor`] decodes: as many as shape
+/// propagation carries in a value (`shape::MAX_VALUE_ELEMENTS`; the loader does not import
+/// `shape`, a layer above it).
+const SMALL_TENSOR_ELEMENTS: u64 = 64;
+
+/// A tensor attribute of at most [`SMALL_TENSOR_ELEMENTS`] elements held in the
+/// record (`ConstantOfShape`'s fill value), decoded so that shape propagation and folding read
+/// it; larger or external ones stay opaque. Saving compares it with the record's own decode, so
+/// an unchanged attribute is written from its record.
+fn small_tensor(t: &proto::TensorProto) -> Option<Tensor> {
+    if t.data_location == Some(1) {
+        return None;
+    }
+    let n = t
+        .dims
+        .iter()
+        .try_fold(1u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))?;
+    if n > SMALL_TENSOR_ELEMENTS {
+        return None;
+    }
+    tensor_from_proto(t, &mut ExternalFiles::new(Path::new("."))).ok()
 }
 
 /// Names a subgraph reads from enclosing scopes (recursively through nested subgraphs).
