@@ -12,7 +12,7 @@ use petgraph::stable_graph::NodeIndex;
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
 use crate::ir::{DType, DeclaredDim, Graph, Node, NodeKind, Tensor, Value, ValueType};
-use crate::passes::eval::{self, EvalError};
+use crate::ops::eval::{self, EvalError};
 use crate::passes::rewrite;
 use crate::report::{Change, PassReport};
 use crate::shape::slice_node::{self, DecodeError};
