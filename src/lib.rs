@@ -10,6 +10,8 @@
 //! - [`semantics`]: pure slice math (no I/O, no graph): every slice op decodes into one
 //!   [`semantics::plan::SlicePlan`].
 //! - [`ir`]: the graph (a `petgraph` `StableDiGraph`) that both formats load into; [`error`].
+//! - [`ops`]: what is known of each op apart from its shape rule: the evaluator of constant
+//!   tensors.
 //! - [`formats`]: ONNX (protobuf) and OpenVINO IR (`.xml` + `.bin`) load and save.
 //! - [`shape`]: whole-graph shape propagation, and [`shape::slice_node`], the one place that
 //!   recognises slice nodes.
@@ -26,6 +28,7 @@ pub mod check;
 pub mod error;
 pub mod formats;
 pub mod ir;
+pub mod ops;
 pub mod passes;
 pub mod pipeline;
 pub mod report;

@@ -11,8 +11,9 @@ use petgraph::stable_graph::NodeIndex;
 
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
-use crate::ir::{DType, DeclaredDim, Graph, Node, NodeKind, Tensor, Value, ValueType};
-use crate::passes::eval::{self, EvalError};
+use crate::ir::{DeclaredDim, Graph, NodeKind, Tensor, Value, ValueType};
+use crate::ops::eval::{self, EvalError};
+use crate::ops::registry::{self, Inputs, Needs, NoEval};
 use crate::passes::rewrite;
 use crate::report::{Change, PassReport};
 use crate::shape::slice_node::{self, DecodeError};
@@ -65,11 +66,6 @@ fn all_inputs_constant(graph: &Graph, ix: NodeIndex) -> bool {
         })
 }
 
-fn ints(t: Option<&Tensor>) -> std::result::Result<Vec<i64>, NoFold> {
-    t.and_then(|t| t.to_i64_vec())
-        .ok_or_else(|| NoFold::Skip("an integer parameter is unreadable".into()))
-}
-
 fn known_shape(graph: &Graph, ix: NodeIndex) -> Option<Vec<u64>> {
     let src = graph.input(ix, 0)?;
     slice_node::declared_shape(graph, src)?
@@ -79,19 +75,6 @@ fn known_shape(graph: &Graph, ix: NodeIndex) -> Option<Vec<u64>> {
             _ => None,
         })
         .collect()
-}
-
-fn axis_attr(n: &Node, name: &str, default: i64) -> i64 {
-    n.attr_int(name).unwrap_or(default)
-}
-
-fn ov_bool(n: &Node, name: &str) -> bool {
-    matches!(
-        n.attr_str(name)
-            .map(|s| s.trim().to_ascii_lowercase())
-            .as_deref(),
-        Some("true" | "1")
-    )
 }
 
 /// Computes the constant value of node `ix`, if it folds.
@@ -140,162 +123,27 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
             Err(e) => Err(e.into()),
         };
     }
-    let onnx_domain = format == Format::Onnx && (n.domain.is_empty() || n.domain == "ai.onnx");
-    let ov = format == Format::OpenVino;
-    match n.op_type.as_str() {
-        "Shape" if onnx_domain => {
-            let shape = known_shape(graph, ix).ok_or(NoFold::Silent)?;
-            let r = shape.len() as i64;
-            let norm = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
-            let start = norm(axis_attr(n, "start", 0));
-            let end = norm(axis_attr(n, "end", r));
-            let dims: Vec<i64> = shape
-                .get(start..end.max(start))
-                .unwrap_or(&[])
-                .iter()
-                .map(|&d| d as i64)
-                .collect();
-            Ok(Tensor::from_i64(vec![dims.len() as u64], &dims))
-        }
-        "ShapeOf" if ov => {
-            let shape = known_shape(graph, ix).ok_or(NoFold::Silent)?;
-            let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
-            let t = Tensor::from_i64(vec![dims.len() as u64], &dims);
-            match n
-                .attr_str("output_type")
-                .map(|s| s.to_ascii_lowercase())
-                .as_deref()
-            {
-                Some("i32") => Ok(eval::cast(&t, DType::I32, limit)?),
-                _ => Ok(t),
-            }
-        }
-        "Identity" if onnx_domain => {
-            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-            c.first().copied().flatten().cloned().ok_or(NoFold::Silent)
-        }
-        "Gather" if onnx_domain || ov => {
-            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
-            let idx = c.get(1).copied().flatten().ok_or(NoFold::Silent)?;
-            let axis = if ov {
-                if n.attr_int("batch_dims").unwrap_or(0) != 0 {
-                    return Err(NoFold::Skip("Gather with batch_dims is not folded".into()));
-                }
-                ints(c.get(2).copied().flatten())?
-                    .first()
-                    .copied()
-                    .unwrap_or(0)
-            } else {
-                axis_attr(n, "axis", 0)
-            };
-            Ok(eval::gather(
-                data,
-                &ints(Some(idx))?,
-                &idx.shape,
-                axis,
-                limit,
-            )?)
-        }
-        "Concat" if onnx_domain || ov => {
-            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-            let parts: Vec<&Tensor> = c.iter().flatten().copied().collect();
-            Ok(eval::concat(&parts, axis_attr(n, "axis", 0), limit)?)
-        }
-        "Squeeze" | "Unsqueeze" if onnx_domain || ov => {
-            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
-            let axes = match c.get(1).copied().flatten() {
-                Some(t) => ints(Some(t))?,
-                None => n.attr_ints("axes").and_then(|r| r.ok()).unwrap_or_default(),
-            };
-            let shape = if n.op_type == "Squeeze" {
-                eval::squeeze_shape(&data.shape, &axes)?
-            } else {
-                eval::unsqueeze_shape(&data.shape, &axes)?
-            };
-            Ok(eval::reshape(data, shape)?)
-        }
-        "Reshape" if onnx_domain || ov => {
-            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
-            let target = ints(c.get(1).copied().flatten())?;
-            let zero_copies = if ov {
-                ov_bool(n, "special_zero")
-            } else {
-                n.attr_int("allowzero").unwrap_or(0) == 0
-            };
-            let shape = eval::reshape_target(&data.shape, &target, zero_copies)?;
-            Ok(eval::reshape(data, shape)?)
-        }
-        "Cast" if onnx_domain => {
-            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
-            let to = n
-                .attr_int("to")
-                .and_then(|v| DType::from_onnx_code(v as i32))
-                .ok_or_else(|| NoFold::Skip("Cast without a known 'to' type".into()))?;
-            Ok(eval::cast(data, to, limit)?)
-        }
-        "Convert" if ov => {
-            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-            let data = c.first().copied().flatten().ok_or(NoFold::Silent)?;
-            let to = n
-                .attr_str("destination_type")
-                .and_then(DType::from_ov_name)
-                .ok_or_else(|| NoFold::Skip("Convert without a known destination_type".into()))?;
-            Ok(eval::cast(data, to, limit)?)
-        }
-        "Add" | "Sub" | "Mul" | "Div" if onnx_domain => {
-            let op = match n.op_type.as_str() {
-                "Add" => eval::Arith::Add,
-                "Sub" => eval::Arith::Sub,
-                "Mul" => eval::Arith::Mul,
-                _ => eval::Arith::DivTrunc,
-            };
-            binary(graph, ix, op, limit)
-        }
-        "Add" | "Subtract" | "Multiply" | "Divide" if ov => {
-            if n.attr_str("auto_broadcast")
-                .is_some_and(|b| !matches!(b.to_ascii_lowercase().as_str(), "numpy" | "none"))
-            {
-                return Err(NoFold::Skip("only numpy broadcasting is folded".into()));
-            }
-            let op = match n.op_type.as_str() {
-                "Add" => eval::Arith::Add,
-                "Subtract" => eval::Arith::Sub,
-                "Multiply" => eval::Arith::Mul,
-                _ if ov_bool_default(n, "m_pythondiv", true) => eval::Arith::DivFloor,
-                _ => eval::Arith::DivTrunc,
-            };
-            binary(graph, ix, op, limit)
-        }
-        "Range" if onnx_domain => {
-            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-            match c.as_slice() {
-                [Some(s), Some(e), Some(d)] => Ok(eval::range(s, e, d, limit)?),
-                _ => Err(NoFold::Silent),
-            }
-        }
-        "ConstantOfShape" if onnx_domain => {
-            let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-            let shape = ints(c.first().copied().flatten())?;
-            let zero = Tensor {
-                dtype: DType::F32,
-                shape: vec![1],
-                data: crate::ir::TensorData::Raw(bytes::Bytes::from(vec![0u8; 4])),
-            };
-            let value = match n.attr("value") {
-                Some(crate::ir::Attr::Tensor(t)) => t.as_ref().clone(),
-                None => zero,
-                Some(_) => onnx_tensor_attr(model, ix, "value").ok_or_else(|| {
-                    NoFold::Skip("ConstantOfShape value is not a readable tensor".into())
-                })?,
-            };
-            Ok(eval::fill(&shape, &value, limit)?)
-        }
-        _ => Err(NoFold::Silent),
+    let entry = registry::lookup(n, format).ok_or(NoFold::Silent)?;
+    if let Some(precheck) = entry.precheck {
+        precheck(n).map_err(|e| NoFold::Skip(e.to_string()))?;
     }
+    let (consts, dims) = match entry.needs {
+        Needs::Constants => (consts(graph, ix).ok_or(NoFold::Silent)?, Vec::new()),
+        Needs::InputDims => (Vec::new(), known_shape(graph, ix).ok_or(NoFold::Silent)?),
+    };
+    let tensor_attr = |name: &str| onnx_tensor_attr(model, ix, name);
+    (entry.eval)(&Inputs {
+        node: n,
+        dialect: format,
+        consts: &consts,
+        dims: &dims,
+        tensor_attr: &tensor_attr,
+        limit,
+    })
+    .map_err(|e| match e {
+        NoEval::Silent => NoFold::Silent,
+        NoEval::Skip(why) => NoFold::Skip(why),
+    })
 }
 
 /// A tensor attribute of an ONNX node as loaded (the IR keeps tensor attributes only in the
@@ -312,29 +160,6 @@ fn onnx_tensor_attr(model: &Model, ix: NodeIndex, name: &str) -> Option<Tensor> 
     let dir = model.path().parent().unwrap_or(std::path::Path::new("."));
     let mut ext = crate::formats::onnx::ExternalFiles::new(dir);
     crate::formats::onnx::tensor_from_proto(a.t.as_deref()?, &mut ext).ok()
-}
-
-/// An element-wise integer operation of two constant inputs.
-fn binary(
-    graph: &Graph,
-    ix: NodeIndex,
-    op: eval::Arith,
-    limit: u64,
-) -> std::result::Result<Tensor, NoFold> {
-    let c = consts(graph, ix).ok_or(NoFold::Silent)?;
-    match c.as_slice() {
-        [Some(a), Some(b)] if a.dtype.is_index_type() => Ok(eval::arith(a, b, op, limit)?),
-        // Float arithmetic is not shape arithmetic: left to the runtime.
-        _ => Err(NoFold::Silent),
-    }
-}
-
-/// An OpenVINO boolean attribute, `default` when absent.
-fn ov_bool_default(n: &crate::ir::Node, name: &str, default: bool) -> bool {
-    match n.attr_str(name).map(|s| s.trim().to_ascii_lowercase()) {
-        Some(v) => matches!(v.as_str(), "true" | "1"),
-        None => default,
-    }
 }
 
 /// Replaces node `ix` by a constant holding `t`; the constant keeps the node's name, output

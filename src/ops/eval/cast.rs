@@ -1,0 +1,128 @@
+//! Values of `Cast` (ONNX) and `Convert` (OpenVINO) on numeric tensors.
+
+use bytes::Bytes;
+
+use crate::ir::{DType, Tensor, TensorData};
+
+use super::{check_size, count, EvalError};
+
+/// Converts numeric values between element types (shape arithmetic and small constants):
+/// integers, bool, f16, bf16, f32, f64. Float to integer truncates toward zero, as ONNX `Cast`
+/// and OpenVINO `Convert` do for in-range values.
+pub fn cast(t: &Tensor, to: DType, limit: u64) -> Result<Tensor, EvalError> {
+    use DType::*;
+    let n = count(&t.shape)?;
+    check_size(to, n, limit)?;
+    if t.dtype == to {
+        return Ok(t.clone());
+    }
+    let raw = t
+        .raw()
+        .ok_or_else(|| EvalError::Unsupported("cast of strings".into()))?;
+    let supported = |d: DType| {
+        matches!(
+            d,
+            I64 | I32 | I16 | I8 | U64 | U32 | U16 | U8 | Bool | F16 | BF16 | F32 | F64
+        )
+    };
+    if !supported(t.dtype) || !supported(to) {
+        return Err(EvalError::Unsupported(format!(
+            "cast from {:?} to {to:?}",
+            t.dtype
+        )));
+    }
+    let w = t.dtype.bits() / 8;
+    let mut out = Vec::with_capacity((n as usize).saturating_mul(to.bits() / 8));
+    for i in 0..n as usize {
+        let b = raw
+            .get(i * w..(i + 1) * w)
+            .ok_or_else(|| EvalError::Invalid("constant data too short".into()))?;
+        // Integers go through i128, floats through f64.
+        enum V {
+            I(i128),
+            F(f64),
+        }
+        let arr = |b: &[u8]| -> [u8; 8] {
+            let mut a = [0u8; 8];
+            a[..b.len()].copy_from_slice(b);
+            a
+        };
+        let v = match t.dtype {
+            I64 => V::I(i64::from_le_bytes(arr(b)) as i128),
+            I32 => V::I(i32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i128),
+            I16 => V::I(i16::from_le_bytes([b[0], b[1]]) as i128),
+            I8 => V::I(b[0] as i8 as i128),
+            U64 => V::I(u64::from_le_bytes(arr(b)) as i128),
+            U32 => V::I(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as i128),
+            U16 => V::I(u16::from_le_bytes([b[0], b[1]]) as i128),
+            U8 => V::I(b[0] as i128),
+            Bool => V::I((b[0] != 0) as i128),
+            F16 => V::F(half::f16::from_le_bytes([b[0], b[1]]).to_f64()),
+            BF16 => V::F(half::bf16::from_le_bytes([b[0], b[1]]).to_f64()),
+            F32 => V::F(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
+            _ => V::F(f64::from_le_bytes(arr(b))),
+        };
+        let as_int = |v: &V| -> i128 {
+            match v {
+                V::I(i) => *i,
+                V::F(f) if f.is_nan() => 0,
+                V::F(f) => f.trunc().clamp(i128::MIN as f64, i128::MAX as f64) as i128,
+            }
+        };
+        let as_f = |v: &V| -> f64 {
+            match v {
+                V::I(i) => *i as f64,
+                V::F(f) => *f,
+            }
+        };
+        match to {
+            I64 => out.extend_from_slice(&(as_int(&v) as i64).to_le_bytes()),
+            I32 => out.extend_from_slice(&(as_int(&v) as i32).to_le_bytes()),
+            I16 => out.extend_from_slice(&(as_int(&v) as i16).to_le_bytes()),
+            I8 => out.push(as_int(&v) as i8 as u8),
+            U64 => out.extend_from_slice(&(as_int(&v) as u64).to_le_bytes()),
+            U32 => out.extend_from_slice(&(as_int(&v) as u32).to_le_bytes()),
+            U16 => out.extend_from_slice(&(as_int(&v) as u16).to_le_bytes()),
+            U8 => out.push(as_int(&v) as u8),
+            Bool => out.push(match v {
+                V::I(i) => (i != 0) as u8,
+                V::F(f) => (f != 0.0) as u8,
+            }),
+            F16 => out.extend_from_slice(&half::f16::from_f64(as_f(&v)).to_le_bytes()),
+            BF16 => out.extend_from_slice(&half::bf16::from_f64(as_f(&v)).to_le_bytes()),
+            F32 => out.extend_from_slice(&(as_f(&v) as f32).to_le_bytes()),
+            _ => out.extend_from_slice(&as_f(&v).to_le_bytes()),
+        }
+    }
+    Ok(Tensor {
+        dtype: to,
+        shape: t.shape.clone(),
+        data: TensorData::Raw(Bytes::from(out)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cast_float_to_int_truncates() {
+        let f = Tensor {
+            dtype: DType::F32,
+            shape: vec![3],
+            data: TensorData::Raw(Bytes::from(
+                [1.7f32, -1.7, 3.0]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect::<Vec<u8>>(),
+            )),
+        };
+        assert_eq!(
+            cast(&f, DType::I64, 1 << 20)
+                .expect("cast")
+                .to_i64_vec()
+                .expect("ints"),
+            vec![1, -1, 3]
+        );
+    }
+}
