@@ -26,6 +26,10 @@ pub fn slice_dims(
     let mut out =
         semantics::resolve_dims(&sn.plan, dims, op.clamp()).map_err(DecodeError::Invalid)?;
     symbolic_params(graph, facts, ix, op, &mut out);
+    // Runtimes that disagree on this node (issue 42, pattern G): a dim that holds for each reading.
+    if let Some(split) = slice_node::runtime_split(op, &sn.plan, dims) {
+        out = split.dims(dims, &out).map_err(DecodeError::Invalid)?;
+    }
     Ok((sn, out))
 }
 
@@ -46,6 +50,10 @@ pub(crate) fn rule(cx: &Ctx) -> Option<Vec<Fact>> {
             // A slice of a small value with a constant plan slices the value.
             let value = data.value.as_ref().and_then(|v| {
                 if !sn.plan.is_constant() {
+                    return None;
+                }
+                // No value where the runtimes disagree on it (issue 42, pattern G).
+                if slice_node::runtime_split(op, &sn.plan, data.shape.as_deref()?).is_some() {
                     return None;
                 }
                 let in_dims: Vec<u64> = data
