@@ -261,6 +261,35 @@ fn dynamic_bounds(
             stop_ix[k] = (total + g + i as u64) as i64;
         }
     }
+    let mut pool_len = total + 2 * guarded.len() as u64;
+    // ONNX Runtime reads a reverse Slice end of exactly INT32_MAX or INT64_MAX as running through
+    // element 0 (microsoft/onnxruntime#2272; issue 42, pattern G). A reverse end at or past
+    // `dim - 1` selects nothing in either op, so an end taken at run time is capped at
+    // `INT32_MAX - 1`: the same range for every dim up to the dim limit (2^31 - 1).
+    let capped: Vec<usize> = if ir {
+        Vec::new()
+    } else {
+        (0..sliced.len())
+            .filter(|&k| sliced[k].3 < 0 && matches!(sliced[k].2, Val::End(_)))
+            .collect()
+    };
+    if !capped.is_empty() {
+        let c = capped.len() as u64;
+        let ix: Vec<i64> = capped.iter().map(|&k| stop_ix[k]).collect();
+        let es = b.gather0(pool, "reverse_stop_index", &ix);
+        let cap = b.const_i64("reverse_stop_cap", &[i32::MAX as i64 - 1]);
+        let over = b.std_op("Less", &[cap, es], Vec::new(), rewrite::bool_vec(Some(c)));
+        let es = b.std_op("Where", &[over, cap, es], Vec::new(), v(c));
+        pool = b.concat0(&[pool, es], Some(pool_len + c));
+        for (i, &k) in capped.iter().enumerate() {
+            stop_ix[k] = (pool_len + i as u64) as i64;
+        }
+        pool_len += c;
+    }
+    debug_assert!(start_ix
+        .iter()
+        .chain(&stop_ix)
+        .all(|&i| (i as u64) < pool_len));
     let start = b.gather0(pool, "start_index", &start_ix);
     let stop = b.gather0(pool, "stop_index", &stop_ix);
     Ok((start, stop))
