@@ -56,7 +56,8 @@ pub struct CheckRow {
     #[serde(skip_serializing_if = "String::is_empty")]
     pub detail: String,
     /// A warning on a node whose result depends on the runtime (OpenVINO StridedSlice-1 with a
-    /// shrink + begin_mask entry: see `passes::rewrite::ov_shrink_begin_mask_warning`).
+    /// shrink + begin_mask entry: see `passes::rewrite::ov_shrink_begin_mask_warning`; an ONNX
+    /// Slice the runtimes read differently: `passes::slice_node::runtime_split_warning`).
     #[serde(skip_serializing_if = "String::is_empty")]
     pub warning: String,
 }
@@ -256,9 +257,10 @@ fn scope_rows(
         let result = shape::slice::slice_dims(graph, facts, ix, op);
         let node = graph.node(ix);
         let declared = node.outputs.first().and_then(|v| v.ty.shape.clone());
+        let warning = crate::passes::rewrite::ov_shrink_begin_mask_warning(graph, ix, op)
+            .map(|w| w.what)
+            .or_else(|| slice_node::runtime_split_warning(graph, Some(facts), ix, op));
         let (name, op) = (display_name(node), node.op_type.clone());
-        let warning = slice_node::classify(graph, ix, format, opset)
-            .and_then(|op| crate::passes::rewrite::ov_shrink_begin_mask_warning(graph, ix, op));
         let path = format!(
             "{}{}",
             scope.prefix,
@@ -274,7 +276,7 @@ fn scope_rows(
             inferred: "-".into(),
             verdict: Verdict::Invalid,
             detail: String::new(),
-            warning: warning.map(|w| w.what).unwrap_or_default(),
+            warning: warning.unwrap_or_default(),
         };
         match result {
             Err(DecodeError::Invalid(e)) => row.detail = e.to_string(),

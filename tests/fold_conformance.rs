@@ -93,10 +93,41 @@ impl Tally {
     }
 }
 
+/// Where the runtimes disagree (issue 42, pattern G), `fold` leaves the node and says why in its
+/// report; elsewhere the fold gives the oracle's answer.
 #[test]
 fn onnx_slice_cases_fold_to_the_oracle() {
     let mut t = Tally::default();
+    let mut left = 0;
     for c in &load_cases("slice.jsonl.gz") {
+        if onnx_runtimes_differ(c) {
+            let m = onnx_slice_model(c);
+            let bytes = bytes::Bytes::from(m.encode_to_vec());
+            let onnx = OnnxModel::from_bytes("case.onnx".as_ref(), bytes).expect("load");
+            let mut model = Model::Onnx(onnx);
+            let report = Pipeline::with_passes(vec![PassKind::Fold, PassKind::Cleanup])
+                .run(&mut model)
+                .expect("the pipeline runs");
+            let id = c["id"].as_str().expect("id");
+            let slices = model
+                .graph()
+                .g
+                .node_weights()
+                .filter(|n| n.op_type == "Slice")
+                .count();
+            let skipped = report.passes[0]
+                .skipped
+                .iter()
+                .any(|s| s.what.starts_with("runtimes disagree"));
+            if slices == 1 && skipped {
+                left += 1;
+            } else {
+                t.fail.push(format!(
+                    "{id}: runtimes disagree, yet folded or not reported"
+                ));
+            }
+            continue;
+        }
         let got = fold(&onnx_slice_model(c)).map(|(_, s, v)| (s, v));
         t.add(
             c["id"].as_str().expect("id"),
@@ -104,6 +135,8 @@ fn onnx_slice_cases_fold_to_the_oracle() {
             got,
         );
     }
+    println!("fold ONNX Slice: {left} cases where the runtimes disagree left unfolded");
+    assert_eq!(left, 167, "the runtimes' raw answers differ in 167 cases");
     t.finish("fold ONNX Slice vs expected_onnx");
 }
 
@@ -151,7 +184,8 @@ fn folded_slice_models_run_in_tract_like_the_unfolded_ones() {
     let cases = load_cases("slice.jsonl.gz");
     let (mut same, mut tract_off_spec, mut ran) = (0, Vec::new(), 0);
     for c in &cases {
-        if expected(&c["expected_onnx"]).is_none() {
+        // Where the runtimes disagree, the node is not folded (see above).
+        if expected(&c["expected_onnx"]).is_none() || onnx_runtimes_differ(c) {
             continue;
         }
         let m = onnx_slice_model(c);

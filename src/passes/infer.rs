@@ -176,6 +176,17 @@ pub(crate) fn run_open(
         let node = model.graph().node(ix);
         // Names are copied only for a report entry or an error (not once per slice).
         let names = || (node.name.clone(), node.op_type.clone());
+        // Runtimes that disagree on the node's result (issue 42, pattern G): the dims written
+        // hold for every reading; the report says so.
+        if let Some(w) = slice_node::classify(model.graph(), ix, model.format(), model.onnx_opset())
+            .and_then(|op| slice_node::runtime_split_warning(model.graph(), Some(&facts), ix, op))
+        {
+            report.warnings.push(Change::note(
+                node.name.to_string(),
+                node.op_type.to_string(),
+                w,
+            ));
+        }
         match result {
             Ok((mut ty, dims)) => {
                 if dims.iter().any(semantics::Dim::is_unknown) {

@@ -76,6 +76,22 @@ fn provably_empty(begin: Bound, end: Bound, step: i64) -> bool {
     }
 }
 
+/// A reverse range ending at `INT32_MAX` or `INT64_MAX` on an axis of unknown size, which an
+/// ONNX Slice must not say as such: ONNX Runtime reads that end as running through element 0
+/// (microsoft/onnxruntime#2272; issue 42, pattern G). The StridedSlice selects nothing there
+/// (its end clamps to `dim - 1`, at or after any start) for every dim up to `end + 1`: always for
+/// `INT64_MAX`, and for `INT32_MAX` under the dim limit ([`semantics::dim::dim_limit`], 2^31 - 1
+/// by default). Said as `0:0` instead.
+fn reverse_max_end_is_empty(end: Bound, step: i64) -> bool {
+    match end {
+        Bound::Index(e) if step < 0 && e == i64::MAX => true,
+        Bound::Index(e) if step < 0 && e == i32::MAX as i64 => {
+            semantics::dim::dim_limit().is_some_and(|l| l <= e + 1)
+        }
+        _ => false,
+    }
+}
+
 /// The Slice's start and stop inputs when some are computed at run time: from the
 /// StridedSlice's non-constant begin and end (`params`, of lengths `lens`; `None` when they are
 /// constant), OpenVINO shrinks clamped into the axis, TensorFlow reverse ranges guarded against
@@ -205,6 +221,35 @@ fn dynamic_bounds(
             stop_ix[k] = (total + g + i as u64) as i64;
         }
     }
+    let mut pool_len = total + 2 * guarded.len() as u64;
+    // ONNX Runtime reads a reverse Slice end of exactly INT32_MAX or INT64_MAX as running through
+    // element 0 (microsoft/onnxruntime#2272; issue 42, pattern G). A reverse end at or past
+    // `dim - 1` selects nothing in either op, so an end taken at run time is capped at
+    // `INT32_MAX - 1`: the same range for every dim up to the dim limit (2^31 - 1).
+    let capped: Vec<usize> = if ir {
+        Vec::new()
+    } else {
+        (0..sliced.len())
+            .filter(|&k| sliced[k].3 < 0 && matches!(sliced[k].2, Val::End(_)))
+            .collect()
+    };
+    if !capped.is_empty() {
+        let c = capped.len() as u64;
+        let ix: Vec<i64> = capped.iter().map(|&k| stop_ix[k]).collect();
+        let es = b.gather0(pool, "reverse_stop_index", &ix);
+        let cap = b.const_i64("reverse_stop_cap", &[i32::MAX as i64 - 1]);
+        let over = b.std_op("Less", &[cap, es], Vec::new(), rewrite::bool_vec(Some(c)));
+        let es = b.std_op("Where", &[over, cap, es], Vec::new(), v(c));
+        pool = b.concat0(&[pool, es], Some(pool_len + c));
+        for (i, &k) in capped.iter().enumerate() {
+            stop_ix[k] = (pool_len + i as u64) as i64;
+        }
+        pool_len += c;
+    }
+    debug_assert!(start_ix
+        .iter()
+        .chain(&stop_ix)
+        .all(|&i| (i as u64) < pool_len));
     let start = b.gather0(pool, "start_index", &start_ix);
     let stop = b.gather0(pool, "stop_index", &stop_ix);
     Ok((start, stop))
@@ -361,13 +406,26 @@ fn lower_node(
                     out_dims.push((DeclaredDim::Known(len), Some(axis)));
                 } else if begin == Bound::Edge && end == Bound::Edge && s == 1 && !dynamic {
                     out_dims.push((in_shape[axis].clone(), Some(axis)));
-                } else if provably_empty(begin, end, s) {
+                } else if provably_empty(begin, end, s)
+                    || (format == Format::Onnx && reverse_max_end_is_empty(end, s))
+                {
                     // Empty whatever the dim: said as 0:0, which no runtime reads otherwise
                     // (ONNX Runtime, for one, takes an end of INT64_MAX on a reverse range as
                     // "to the start").
                     sliced.push((axis, Val::Const(0), Val::Const(0), 1, false));
                     slice_out[axis] = DeclaredDim::Known(0);
                     out_dims.push((DeclaredDim::Known(0), Some(axis)));
+                } else if format == Format::Onnx
+                    && s < 0
+                    && matches!(end, Bound::Index(e) if e == i64::MAX || e == i32::MAX as i64)
+                {
+                    return Err(
+                        "left as is: a reverse range ending at INT32_MAX on an axis of \
+                                unknown size, with no dim limit: ONNX Runtime reads such an end \
+                                of a Slice as running through element 0 \
+                                (microsoft/onnxruntime#2272)"
+                            .into(),
+                    );
                 } else {
                     // TensorFlow selects nothing from a reverse begin below -dim, Slice the
                     // first element: such a range is guarded with the dim at run time.

@@ -246,6 +246,10 @@ fn raise_node(
 ) -> std::result::Result<String, String> {
     let ir = format == Format::OpenVino;
     let sn = slice_node::decode(graph, ix, op).map_err(|e| format!("left as is: {e}"))?;
+    // Runtimes that disagree on the result (issue 42, pattern G): a StridedSlice would pick one.
+    if let Some(w) = slice_node::runtime_split_warning(graph, None, ix, op) {
+        return Err(format!("left as is: {w}"));
+    }
     let constant = sn.plan.is_constant();
     let (flavour, clamp) = if ir {
         (Flavour::Ov, Clamp::Ov)

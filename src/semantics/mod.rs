@@ -13,6 +13,7 @@
 
 pub mod decode;
 pub mod dim;
+pub mod disagree;
 pub mod gather;
 pub mod plan;
 pub mod resolve;

@@ -31,8 +31,12 @@ pub fn slice_dims(
         let values = |port: Option<usize>| list_value(graph, facts, ix, port);
         SymParams::from_provenance(&sn.provenance, values(sn.ports.begin), values(sn.ports.end))
     };
-    let out = semantics::resolve_dims_sym(&sn.plan, dims, op.clamp(), &params)
+    let mut out = semantics::resolve_dims_sym(&sn.plan, dims, op.clamp(), &params)
         .map_err(DecodeError::Invalid)?;
+    // Runtimes that disagree on this node (issue 42, pattern G): a dim that holds for each reading.
+    if let Some(split) = slice_node::runtime_split(op, &sn.plan, dims) {
+        out = split.dims(dims, &out).map_err(DecodeError::Invalid)?;
+    }
     Ok((sn, out))
 }
 
@@ -68,6 +72,10 @@ pub(crate) fn rule(cx: &Ctx) -> Option<Vec<Fact>> {
             // A slice of a small value with a constant plan slices the value.
             let value = data.value.as_ref().and_then(|v| {
                 if !sn.plan.is_constant() {
+                    return None;
+                }
+                // No value where the runtimes disagree on it (issue 42, pattern G).
+                if slice_node::runtime_split(op, &sn.plan, data.shape.as_deref()?).is_some() {
                     return None;
                 }
                 let in_dims: Vec<u64> = data

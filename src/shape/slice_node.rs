@@ -471,3 +471,51 @@ pub fn from_dim(d: &Dim, symbolic: bool) -> DeclaredDim {
         _ => DeclaredDim::Unknown,
     }
 }
+
+/// Where the runtimes of the node's op disagree on its result on input `dims`
+/// ([`semantics::disagree`]; ONNX Slice only): `None` when they all agree.
+pub fn runtime_split(
+    op: SliceOp,
+    plan: &SlicePlan,
+    dims: &[Dim],
+) -> Option<semantics::disagree::Split> {
+    match op {
+        SliceOp::OnnxSlice { .. } => semantics::disagree::onnx_slice(plan, dims),
+        _ => None,
+    }
+}
+
+/// [`runtime_split`] of node `ix` as one sentence naming every reading, decoding the node with
+/// `facts` (its data dims from them, else from the file). Decodes only an ONNX Slice with a
+/// negative constant step (no other node can split), so it is cheap to ask of every slice.
+pub fn runtime_split_warning(
+    graph: &Graph,
+    facts: Option<&Facts>,
+    ix: NodeIndex,
+    op: SliceOp,
+) -> Option<String> {
+    let SliceOp::OnnxSlice { opset } = op else {
+        return None;
+    };
+    let steps = graph.input(ix, 4).filter(|_| opset >= 10)?;
+    let negative = match graph.constant_at(steps) {
+        Some(t) => t.i64_values()?.any(|s| s < 0),
+        None => facts
+            .and_then(|f| f.get(steps).value.as_deref())
+            .is_some_and(|v| v.iter().any(|s| s.as_known().is_some_and(|s| s < 0))),
+    };
+    if !negative {
+        return None;
+    }
+    let sn = decode_with(graph, ix, op, facts).ok()?;
+    let dims: Vec<Dim> = match facts.and_then(|f| f.get(sn.data).shape.clone()) {
+        Some(d) => d,
+        None => declared_shape(graph, sn.data)?.iter().map(to_dim).collect(),
+    };
+    let split = runtime_split(op, &sn.plan, &dims)?;
+    let known: Option<Vec<u64>> = dims
+        .iter()
+        .map(|d| d.as_known().and_then(|v| u64::try_from(v).ok()))
+        .collect();
+    Some(split.describe(&sn.plan, known.as_deref()))
+}

@@ -56,6 +56,18 @@ pub fn expected(v: &Value) -> Option<(Vec<u64>, Vec<u64>)> {
     }
 }
 
+/// ONNX Slice conformance case: whether the raw answers of the runtimes that run it (ONNX
+/// Runtime, the ONNX reference evaluator, OpenVINO's CPU plugin and reference evaluation)
+/// differ, an error counting as one answer whatever its text (issue 42, pattern G).
+pub fn onnx_runtimes_differ(case: &Value) -> bool {
+    let answers: Vec<Option<(Vec<u64>, Vec<u64>)>> = ["ort", "onnx_ref", "ov_cpu", "ov_ref"]
+        .iter()
+        .filter(|k| !case[**k].is_null())
+        .map(|k| expected(&case[*k]))
+        .collect();
+    answers.windows(2).any(|w| w[0] != w[1])
+}
+
 /// The answers a case accepts for `key`: `expected_*`, plus `expected_ov_alt` where the case
 /// has one and `key` is `expected_ov` (conformance data policy v2: either is accepted).
 pub fn accepted(case: &Value, key: &str) -> Vec<Option<(Vec<u64>, Vec<u64>)>> {
