@@ -183,7 +183,7 @@ fn compatible(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<String>) ->
     compare(declared, inferred, free) != DimCmp::Mismatch
 }
 
-/// Symbol names that graph inputs declare.
+/// Symbol names that graph inputs declare (the symbols of their declared dims).
 fn input_symbols(model: &Model) -> HashSet<String> {
     let g = model.graph();
     let mut out = HashSet::new();
@@ -192,9 +192,11 @@ fn input_symbols(model: &Model) -> HashSet<String> {
             n.kind == NodeKind::Input || (n.kind == NodeKind::Op && n.op_type == "Parameter");
         if is_input {
             for v in &n.outputs {
+                // An input may declare an expression (`2*s1`): its symbols are the free ones.
                 for d in v.ty.shape.iter().flatten() {
-                    if let DeclaredDim::Param(p) = d {
-                        out.insert(p.clone());
+                    if let DeclaredDim::Param(_) = d {
+                        let d = slice_node::to_dim(d);
+                        out.extend(d.symbols().iter().map(|s| s.name().to_string()));
                     }
                 }
             }
