@@ -78,6 +78,7 @@ use std::time::Instant;
 use clap::{Parser, Subcommand, ValueEnum};
 use slice_opt::check::{self, Verdict};
 use slice_opt::pipeline::{PassKind, Pipeline, Report};
+use slice_opt::semantics::dim::Assumptions;
 use slice_opt::{Error, Model};
 
 const EXAMPLES: &str = "\
@@ -96,6 +97,8 @@ Examples:
       CI gate: declared vs inferred shape of every slice; exit 1 on a mismatch
   slice-opt info model.onnx
       opsets, op counts and every slice in Python notation
+  slice-opt check gpt2.onnx --assume \"k_len >= q_len\" --dim q_len=1..4096
+      dims exact (and short) for every size where what you state holds
 
 Exit codes: 0 success, 1 a pass, check or verification failed, 2 the input could not be read
 or the output could not be written (or was refused: an input, a device, a FIFO, the same file
@@ -143,6 +146,18 @@ struct Cli {
     /// `--bind batch=1,seq=128`). Unbound symbols are tried at 3, then 64, then 512.
     #[arg(long, value_name = "NAME=SIZE", value_parser = parse_bind, value_delimiter = ',')]
     bind: Vec<(String, usize)>,
+
+    /// The bounds of a symbolic dim (`--dim seq=1..4096 --dim batch=1..`, repeatable; also for
+    /// `check` and `info`). Written dims are exact for sizes within them, and shorter.
+    #[arg(long, global = true, value_name = "NAME=LO..HI")]
+    dim: Vec<String>,
+
+    /// A fact between symbolic dims (`--assume "k_len >= q_len"`; >=, >, <=, <, ==;
+    /// repeatable; also for `check` and `info`). Written dims are exact where it holds, and
+    /// shorter; an ONNX output records the assumptions in `metadata_props`
+    /// (`slice_opt.assumptions`).
+    #[arg(long, global = true, value_name = "FACT")]
+    assume: Vec<String>,
 
     /// Print nothing but errors.
     #[arg(short, long, conflicts_with = "verbose")]
@@ -197,6 +212,21 @@ fn main() -> ExitCode {
     // Temporary files of a save in progress are removed on SIGINT, SIGTERM and SIGHUP.
     if let Err(e) = slice_opt::formats::output::install_signal_cleanup() {
         eprintln!("slice-opt: warning: cannot install signal handlers: {e}");
+    }
+    // `--dim` / `--assume`: installed for the whole run (inference, check, info).
+    let assumed = cli
+        .dim
+        .iter()
+        .try_fold(Assumptions::new(), |a, d| a.parse_dim(d));
+    let assumed = assumed.and_then(|a| cli.assume.iter().try_fold(a, |a, f| a.parse_fact(f)));
+    match assumed {
+        Ok(a) => {
+            slice_opt::semantics::dim::assume(a);
+        }
+        Err(e) => {
+            eprintln!("slice-opt: error: {e}");
+            return ExitCode::from(2);
+        }
     }
     let result = match &cli.command {
         Some(Command::Check { model, format }) => run_check(model, *format),

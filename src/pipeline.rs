@@ -34,7 +34,16 @@ pub struct Pipeline {
     /// the command line turns it off unless `--report` or `-v` asks for the list (on a graph
     /// of 100,000 slices the records were a sixth of the peak memory).
     pub details: bool,
+    /// What the user states about the model's symbols (`--dim`, `--assume`): installed while
+    /// the pipeline runs (see [`crate::semantics::dim::assume`]) and recorded in an ONNX
+    /// output's `metadata_props` under [`ASSUMPTIONS_KEY`]. Empty: the assumptions installed
+    /// process-wide, if any, are the ones recorded.
+    pub assumptions: crate::semantics::dim::Assumptions,
 }
+
+/// The ONNX `metadata_props` key under which the assumptions a run made are recorded, one per
+/// line (`seq=1..4096`, `k_len >= q_len`): the written dims are exact where they hold.
+pub const ASSUMPTIONS_KEY: &str = "slice_opt.assumptions";
 
 impl Default for Pipeline {
     fn default() -> Self {
@@ -49,6 +58,7 @@ impl Pipeline {
             passes: vec![PassKind::Infer, PassKind::Fold, PassKind::Cleanup],
             fold_limit: crate::passes::fold::DEFAULT_FOLD_LIMIT,
             details: true,
+            assumptions: Default::default(),
         }
     }
 
@@ -63,6 +73,7 @@ impl Pipeline {
             passes,
             fold_limit: crate::passes::fold::DEFAULT_FOLD_LIMIT,
             details: true,
+            assumptions: Default::default(),
         }
     }
 
@@ -76,6 +87,23 @@ impl Pipeline {
     /// Sets the largest constant `fold` may produce.
     pub fn fold_limit(mut self, bytes: u64) -> Pipeline {
         self.fold_limit = bytes;
+        self
+    }
+
+    /// Runs under `a` (symbol bounds, facts between symbols): the dims inferred are exact
+    /// wherever `a` holds, and shorter.
+    ///
+    /// ```
+    /// use slice_opt::semantics::dim::Assumptions;
+    /// let a = Assumptions::new()
+    ///     .parse_fact("k_len >= q_len")?
+    ///     .parse_dim("q_len=1..4096")?;
+    /// let mut model = slice_opt::Model::load("models/gpt2_causal_mask.onnx".as_ref())?;
+    /// slice_opt::Pipeline::new().assume(a).run(&mut model)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn assume(mut self, a: crate::semantics::dim::Assumptions) -> Pipeline {
+        self.assumptions = a;
         self
     }
 
@@ -112,7 +140,18 @@ impl Pipeline {
     /// Runs every pass in order on `model`, then in every subgraph body (see
     /// [`crate::passes::bodies`]).
     pub fn run(&self, model: &mut Model) -> Result<Report> {
-        self.run_at(model, 0)
+        use crate::semantics::dim;
+        if self.assumptions.is_empty() {
+            let report = self.run_at(model, 0)?;
+            record_assumptions(model, &dim::assumptions());
+            return Ok(report);
+        }
+        let before = dim::assume(self.assumptions.clone());
+        let report = self.run_at(model, 0);
+        dim::assume(before);
+        let report = report?;
+        record_assumptions(model, &self.assumptions);
+        Ok(report)
     }
 
     /// Runs every pass in order on `model`, a graph `depth` bodies deep, then in its bodies.
@@ -202,4 +241,20 @@ fn reaches_any(graph: &crate::ir::Graph, from: &[NodeIndex], targets: &[NodeInde
         }
     }
     false
+}
+
+/// Records `a` in an ONNX model's `metadata_props` under [`ASSUMPTIONS_KEY`] (replacing an
+/// earlier record); nothing when `a` is empty. OpenVINO IR: not recorded yet.
+fn record_assumptions(model: &mut Model, a: &crate::semantics::dim::Assumptions) {
+    if a.is_empty() {
+        return;
+    }
+    if let Model::Onnx(m) = model {
+        let props = &mut m.proto.metadata_props;
+        props.retain(|p| p.key.as_deref() != Some(ASSUMPTIONS_KEY));
+        props.push(crate::formats::onnx::proto::StringStringEntryProto {
+            key: Some(ASSUMPTIONS_KEY.to_string()),
+            value: Some(a.describe().join("\n")),
+        });
+    }
 }

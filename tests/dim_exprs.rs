@@ -15,6 +15,9 @@ use slice_opt::semantics::dim::{self, Assumptions};
 use slice_opt::semantics::Dim;
 use slice_opt::Model;
 
+/// Taken by the tests that install assumptions (process-wide): one at a time.
+static ASSUMING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn sym(name: &str) -> Dim {
     dim::model_symbol(name)
 }
@@ -189,22 +192,29 @@ impl Expr {
     }
     fn eval(&self, n: i64, m: i64) -> i64 {
         let v = self.eval_wide(n as i128, m as i128);
-        i64::try_from(v).expect("small symbols give small values")
+        v.and_then(|v| i64::try_from(v).ok())
+            .expect("small symbols give small values")
     }
-    /// The value in i128 (`N` up to 2^31: products of a few stay far inside i128).
-    fn eval_wide(&self, n: i128, m: i128) -> i128 {
-        let div = |a: i128, k: i64| a.div_euclid(k as i128);
+    /// The value in i128 (`None` beyond it: `N` up to 2^31 multiplied five times).
+    fn eval_wide(&self, n: i128, m: i128) -> Option<i128> {
+        let (x, y) = match self {
+            Expr::N => return Some(n),
+            Expr::M => return Some(m),
+            Expr::K(k) => return Some(*k as i128),
+            Expr::MulK(a, k) => return a.eval_wide(n, m)?.checked_mul(*k as i128),
+            Expr::Div(a, k) => return Some(a.eval_wide(n, m)?.div_euclid(*k as i128)),
+            Expr::Add(a, b)
+            | Expr::Sub(a, b)
+            | Expr::Mul(a, b)
+            | Expr::Min(a, b)
+            | Expr::Max(a, b) => (a.eval_wide(n, m)?, b.eval_wide(n, m)?),
+        };
         match self {
-            Expr::N => n,
-            Expr::M => m,
-            Expr::K(k) => *k as i128,
-            Expr::Add(a, b) => a.eval_wide(n, m) + b.eval_wide(n, m),
-            Expr::Sub(a, b) => a.eval_wide(n, m) - b.eval_wide(n, m),
-            Expr::MulK(a, k) => a.eval_wide(n, m) * *k as i128,
-            Expr::Mul(a, b) => a.eval_wide(n, m).saturating_mul(b.eval_wide(n, m)),
-            Expr::Div(a, k) => div(a.eval_wide(n, m), *k),
-            Expr::Min(a, b) => a.eval_wide(n, m).min(b.eval_wide(n, m)),
-            Expr::Max(a, b) => a.eval_wide(n, m).max(b.eval_wide(n, m)),
+            Expr::Add(..) => x.checked_add(y),
+            Expr::Sub(..) => x.checked_sub(y),
+            Expr::Mul(..) => x.checked_mul(y),
+            Expr::Min(..) => Some(x.min(y)),
+            _ => Some(x.max(y)),
         }
     }
 }
@@ -277,7 +287,9 @@ proptest! {
         let ns = (0..=40).chain(lim - 40..=lim).chain(far);
         for n in ns {
             for m in M_LO..=M_HI {
-                let want = e.eval_wide(n as i128, m as i128);
+                let Some(want) = e.eval_wide(n as i128, m as i128) else {
+                    continue;
+                };
                 let b = at(&[("N", n), ("M", m)]);
                 if let Some(v) = d.eval(&b) {
                     prop_assert_eq!(v as i128, want, "{:?} at N={}, M={}: {}", e, n, m, d);
@@ -330,6 +342,7 @@ fn assumptions_shorten_dims_and_stay_exact_where_they_hold() {
         let norm = |v: i64| (if v < 0 { v + 32 } else { v }).clamp(0, 32);
         (norm(k) - norm(k - q)).max(0)
     };
+    let _one = ASSUMING.lock().unwrap_or_else(|p| p.into_inner());
     let plain = size();
     let before = plain.to_onnx().unwrap();
     let a = Assumptions::new()
@@ -506,4 +519,98 @@ fn python_syntax_declared_dims_are_judged_as_expressions() {
         "{:?}",
         verdict("wrong")
     );
+}
+
+/// `Pipeline::assume`: the run infers under the assumptions, records them in the ONNX output's
+/// `metadata_props`, and leaves none installed afterwards.
+#[test]
+fn a_pipeline_records_its_assumptions_in_the_output() {
+    use slice_opt::pipeline::ASSUMPTIONS_KEY;
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/gpt2_causal_mask.onnx");
+    let mut model = Model::load(&path).expect("loads");
+    let _one = ASSUMING.lock().unwrap_or_else(|p| p.into_inner());
+    let a = Assumptions::new()
+        .parse_fact("k_len >= q_len")
+        .unwrap()
+        .parse_dim("q_len=1..4096")
+        .unwrap();
+    slice_opt::Pipeline::new()
+        .assume(a)
+        .run(&mut model)
+        .expect("runs");
+    assert!(dim::assumptions().is_empty(), "left installed");
+    let Model::Onnx(m) = &model else {
+        unreachable!("ONNX in, ONNX out")
+    };
+    let written = m.to_proto().expect("record");
+    let props: Vec<_> = written
+        .metadata_props
+        .iter()
+        .filter(|p| p.key.as_deref() == Some(ASSUMPTIONS_KEY))
+        .collect();
+    assert_eq!(props.len(), 1);
+    assert_eq!(
+        props[0].value.as_deref(),
+        Some("q_len=1..4096\nk_len >= q_len")
+    );
+    // Every written dim is exact where the assumptions hold: GPT-2's bias[:, :, k - q : k] and
+    // then [..., :k] on a buffer of 32 (ONNX Slice: negative indices count from the end, then
+    // clamp to [0, 32]).
+    let size = |k: i64, q: i64| {
+        let norm = |v: i64| (if v < 0 { v + 32 } else { v }).clamp(0, 32);
+        (norm(k) - norm(k - q)).max(0)
+    };
+    let g = written.graph.expect("graph");
+    let mut checked = 0;
+    for n in g
+        .node
+        .iter()
+        .filter(|n| n.op_type.as_deref() == Some("Slice"))
+    {
+        let out = &n.output[0];
+        let vi = g
+            .value_info
+            .iter()
+            .chain(&g.output)
+            .find(|v| v.name.as_deref() == Some(out.as_str()))
+            .expect("a written shape");
+        let Some(proto::type_proto::Value::TensorType(t)) =
+            vi.r#type.as_ref().and_then(|t| t.value.as_ref())
+        else {
+            panic!("tensor type")
+        };
+        let dims: Vec<Dim> = t
+            .shape
+            .as_ref()
+            .expect("shape")
+            .dim
+            .iter()
+            .map(|d| match &d.value {
+                Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) => Dim::known(*v),
+                Some(proto::tensor_shape_proto::dimension::Value::DimParam(p)) => {
+                    Dim::parse(p, &sym).unwrap_or_else(|| panic!("{p} parses"))
+                }
+                None => panic!("an unknown dim written"),
+            })
+            .collect();
+        for (i, d) in dims.iter().enumerate() {
+            let text = d.to_onnx().unwrap_or_default();
+            assert!(text.len() < 80, "{out} dim {i}: {text}");
+        }
+        for k in 0..70 {
+            for q in 1..=k {
+                let b = at(&[("k_len", k), ("q_len", q)]);
+                assert_eq!(
+                    dims[2].eval(&b),
+                    Some(size(k, q)),
+                    "{out} k={k} q={q}: {dims:?}"
+                );
+                let last = dims[3].eval(&b).expect("evaluates");
+                assert!(last == 32 || last == k.min(32), "{out} k={k}: {last}");
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
 }
