@@ -307,7 +307,11 @@ impl Lin {
         else {
             return Some(self);
         };
-        if self.terms.len() == 1 && self.c == 0 && self.terms[0].1 == 1 {
+        // A lone min/max, or its negation, is kept as it is: whether a sum distributes is
+        // decided by the whole sum (see below), and `a - max(x, y)` must reach one form
+        // whether it is built as `a + (-max(x, y))` or at once (the text written is read back
+        // through the other path).
+        if self.terms.len() == 1 && self.c == 0 && self.terms[0].1.abs() == 1 {
             return Some(self);
         }
         let (Atom::Ext(kind, args), k) = (&self.terms[i].0, self.terms[i].1) else {
@@ -350,7 +354,26 @@ impl Lin {
         if !fits(&out, DISTRIBUTE_MAX_ATOMS) {
             return Some(self);
         }
+        // Distributing is for cancelling (`N - min(1, N)` is `max(N - 1, 0)`); over several
+        // symbols a form that came out longer is not kept (readable dims: GPT-2's mask slice
+        // over `k_len` and `q_len`, 370 characters distributed, 110 not). Over one symbol it
+        // is always kept: the exact bounds found at its breakpoints decide more min/max arms.
+        if out.size() > self.size() && self.several_symbols() {
+            return Some(self);
+        }
         Some(out)
+    }
+
+    /// True when the expression uses two symbols or more.
+    fn several_symbols(&self) -> bool {
+        let mut v = Vec::new();
+        self.collect_symbols(&mut v);
+        v.iter().any(|s| s.name != v[0].name)
+    }
+
+    /// The number of atoms and constants, nested ones included: a measure of printed length.
+    fn size(&self) -> usize {
+        usize::from(self.c != 0) + self.terms.iter().map(|(a, _)| a.size()).sum::<usize>()
     }
 
     /// Number of min/max arguments at the top (1 for anything else).
@@ -622,6 +645,14 @@ impl Lin {
 }
 
 impl Atom {
+    fn size(&self) -> usize {
+        1 + match self {
+            Atom::Sym(_) => 0,
+            Atom::Div(e, _) => e.size(),
+            Atom::Ext(_, args) => args.iter().map(Lin::size).sum(),
+            Atom::Prod(v) => v.iter().map(Atom::size).sum(),
+        }
+    }
     fn within(&self, budget: &mut usize) -> bool {
         if *budget == 0 {
             return false;
