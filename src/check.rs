@@ -67,6 +67,11 @@ pub struct CheckReport {
     pub model: String,
     pub format: Format,
     pub rows: Vec<CheckRow>,
+    /// The assumptions the dims were inferred under (`seq=1..4096`, `k_len >= q_len`): those
+    /// installed (`--dim`, `--assume`), else those the model records (an output written under
+    /// them, see [`crate::pipeline::ASSUMPTIONS_KEY`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assumptions: Vec<String>,
 }
 
 impl CheckReport {
@@ -211,6 +216,23 @@ fn input_symbols(model: &Model) -> HashSet<String> {
 /// (`If_3/then_branch/Slice_7`), inferred from what flows into the body
 /// ([`shape::scope`]).
 pub fn check(model: &Model) -> CheckReport {
+    use crate::semantics::dim;
+    // A model written under assumptions is checked under them (unless others are installed).
+    let recorded = match dim::assumptions().is_empty() {
+        true => crate::pipeline::recorded_assumptions(model),
+        false => dim::Assumptions::new(),
+    };
+    let restore = (!recorded.is_empty()).then(|| dim::assume(recorded));
+    let mut report = check_now(model);
+    report.assumptions = dim::assumptions().describe();
+    if let Some(before) = restore {
+        dim::assume(before);
+    }
+    report
+}
+
+/// [`check`] under the assumptions installed now.
+fn check_now(model: &Model) -> CheckReport {
     let free = input_symbols(model);
     let format = model.format();
     let opset = model.onnx_opset();
@@ -237,6 +259,7 @@ pub fn check(model: &Model) -> CheckReport {
         model: model.path().display().to_string(),
         format,
         rows,
+        assumptions: Vec::new(),
     }
 }
 

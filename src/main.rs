@@ -317,6 +317,9 @@ fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
             report.rows.len(),
             bad
         );
+        if !report.assumptions.is_empty() {
+            println!("under the assumptions: {}", report.assumptions.join("; "));
+        }
     }
     Ok(if report.passed() {
         ExitCode::SUCCESS

@@ -37,7 +37,7 @@ pub struct Pipeline {
     /// What the user states about the model's symbols (`--dim`, `--assume`): installed while
     /// the pipeline runs (see [`crate::semantics::dim::assume`]) and recorded in an ONNX
     /// output's `metadata_props` under [`ASSUMPTIONS_KEY`]. Empty: the assumptions installed
-    /// process-wide, if any, are the ones recorded.
+    /// process-wide, else those the model records ([`recorded_assumptions`]).
     pub assumptions: crate::semantics::dim::Assumptions,
 }
 
@@ -141,16 +141,23 @@ impl Pipeline {
     /// [`crate::passes::bodies`]).
     pub fn run(&self, model: &mut Model) -> Result<Report> {
         use crate::semantics::dim;
-        if self.assumptions.is_empty() {
+        // Its own assumptions; else those installed; else those the model records (a model
+        // written under assumptions is worked on under them).
+        let own = match (self.assumptions.is_empty(), dim::assumptions().is_empty()) {
+            (false, _) => self.assumptions.clone(),
+            (true, true) => recorded_assumptions(model),
+            (true, false) => dim::Assumptions::new(),
+        };
+        if own.is_empty() {
             let report = self.run_at(model, 0)?;
             record_assumptions(model, &dim::assumptions());
             return Ok(report);
         }
-        let before = dim::assume(self.assumptions.clone());
+        let before = dim::assume(own.clone());
         let report = self.run_at(model, 0);
         dim::assume(before);
         let report = report?;
-        record_assumptions(model, &self.assumptions);
+        record_assumptions(model, &own);
         Ok(report)
     }
 
@@ -241,6 +248,27 @@ fn reaches_any(graph: &crate::ir::Graph, from: &[NodeIndex], targets: &[NodeInde
         }
     }
     false
+}
+
+/// The assumptions an ONNX model records under [`ASSUMPTIONS_KEY`] (written by a run with
+/// `--dim`/`--assume`: its dims are exact where they hold). An entry that cannot be read is
+/// skipped.
+pub fn recorded_assumptions(model: &Model) -> crate::semantics::dim::Assumptions {
+    let mut a = crate::semantics::dim::Assumptions::new();
+    let Model::Onnx(m) = model else {
+        return a;
+    };
+    for p in &m.proto.metadata_props {
+        if p.key.as_deref() != Some(ASSUMPTIONS_KEY) {
+            continue;
+        }
+        for line in p.value.as_deref().unwrap_or_default().lines() {
+            if let Ok(next) = a.clone().parse_entry(line) {
+                a = next;
+            }
+        }
+    }
+    a
 }
 
 /// Records `a` in an ONNX model's `metadata_props` under [`ASSUMPTIONS_KEY`] (replacing an

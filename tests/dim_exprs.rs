@@ -688,3 +688,33 @@ fn a_pipeline_records_its_assumptions_in_the_output() {
         }
     }
 }
+
+/// A model written under assumptions records them, and `check` (and a later run) works under
+/// what it records: the dims written hold there. Without the record they are mismatches (they
+/// do not hold for `k_len < q_len`).
+#[test]
+fn check_works_under_the_assumptions_a_model_records() {
+    use prost::Message;
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models/gpt2_causal_mask.onnx");
+    let _one = ASSUMING.lock().unwrap_or_else(|p| p.into_inner());
+    let mut model = Model::load(&path).expect("loads");
+    let a = Assumptions::new().parse_fact("k_len >= q_len").unwrap();
+    slice_opt::Pipeline::new()
+        .assume(a)
+        .run(&mut model)
+        .expect("runs");
+    let Model::Onnx(m) = &model else {
+        unreachable!("ONNX in, ONNX out")
+    };
+    let mut written = m.to_proto().expect("record");
+    let report = slice_opt::check::check(&load(written.clone()));
+    assert!(report.passed(), "{:?}", report.rows);
+    assert_eq!(report.assumptions, ["k_len >= q_len"]);
+    assert!(dim::assumptions().is_empty(), "left installed");
+    written.metadata_props.clear();
+    let bytes = written.encode_to_vec();
+    let report = slice_opt::check::check(&load(proto::ModelProto::decode(&bytes[..]).unwrap()));
+    assert!(!report.passed(), "{:?}", report.rows);
+    assert!(report.assumptions.is_empty());
+}

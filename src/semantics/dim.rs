@@ -1245,6 +1245,15 @@ impl Assumptions {
         }
         Ok(self)
     }
+    /// Reads one entry as [`Assumptions::describe`] writes it: a fact when it has a comparison
+    /// (`k_len >= q_len`), else a symbol's bounds (`seq=1..4096`).
+    pub fn parse_entry(self, text: &str) -> Result<Assumptions, AssumptionError> {
+        if ["<", ">", "=="].iter().any(|op| text.contains(op)) {
+            self.parse_fact(text)
+        } else {
+            self.parse_dim(text)
+        }
+    }
     /// The assumptions as text, one per entry (`seq=1..4096`, `k_len >= q_len`): what an output
     /// model records.
     pub fn describe(&self) -> Vec<String> {
