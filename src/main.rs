@@ -261,7 +261,13 @@ fn table(rows: &[Vec<String>]) -> String {
         .map(|r| {
             r.iter()
                 .enumerate()
-                .map(|(c, s)| format!("{s:w$}", w = if c + 1 == r.len() { 0 } else { widths[c] }))
+                .map(|(c, s)| {
+                    // Padded by hand: a width over 65535 (a dim_param that long) panics in
+                    // `format!`.
+                    let w = if c + 1 == r.len() { 0 } else { widths[c] };
+                    let pad = w.saturating_sub(s.chars().count());
+                    format!("{s}{}", " ".repeat(pad))
+                })
                 .collect::<Vec<_>>()
                 .join("  ")
                 .trim_end()

@@ -186,6 +186,24 @@ fn texts_that_are_not_integer_expressions_stay_names() {
     ] {
         assert_eq!(Dim::parse(text, &sym), None, "{text:?}");
     }
+    // Too long, or a min/max of too many arguments: one opaque name, read at once (a sum of
+    // 20,000 names took the algebra minutes).
+    let long = (0..400)
+        .map(|i| format!("a{i}"))
+        .collect::<Vec<_>>()
+        .join(" + ");
+    let wide = format!(
+        "Max({})",
+        (0..40)
+            .map(|i| format!("a{i} - {i}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    for text in [long, wide] {
+        let start = std::time::Instant::now();
+        assert_eq!(Dim::parse(&text, &sym), None);
+        assert!(start.elapsed().as_secs() < 2, "{:?}", start.elapsed());
+    }
     // Hostile nesting is refused, not a stack overflow.
     for deep in [
         "-".repeat(200_000) + "h",

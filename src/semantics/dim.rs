@@ -1081,6 +1081,12 @@ impl Dim {
     /// text is not such an expression (the caller then takes it as one opaque name), or when its
     /// value cannot be represented exactly (an expansion too large).
     pub fn parse(text: &str, symbol: &dyn Fn(&str) -> Dim) -> Option<Dim> {
+        // Exporters write dims of a few dozen characters; a file's text of thousands of terms
+        // would take the algebra quadratic time (a sum of 20,000 names ran for minutes): such
+        // a text stays one opaque name.
+        if text.len() > MAX_PARSE_LEN {
+            return None;
+        }
         let mut p = Parser {
             s: text.as_bytes(),
             i: 0,
@@ -1475,6 +1481,12 @@ struct Parser<'a> {
     symbol: &'a dyn Fn(&str) -> Dim,
 }
 
+/// The longest text [`Dim::parse`] reads as an expression.
+pub const MAX_PARSE_LEN: usize = 2048;
+
+/// The most arguments of a `min`/`max` that [`Dim::parse`] reads.
+const MAX_PARSE_ARGS: usize = 16;
+
 /// How deeply a parsed expression may nest (parentheses, unary signs, calls).
 const MAX_PARSE_DEPTH: usize = 64;
 
@@ -1614,7 +1626,11 @@ impl Parser<'_> {
                     ("FloorDiv", [x, y]) => x.floor_div(y),
                     // torch's Mod and PythonMod: Python's `%` (sign of the divisor).
                     ("Mod" | "PythonMod", [x, y]) => x.modulo(y),
-                    ("min" | "Min" | "max" | "Max", [first, rest @ ..]) => {
+                    // At most MAX_PARSE_ARGS arguments: dropping the dominated ones compares
+                    // every pair, at every step (150 arguments took seconds).
+                    ("min" | "Min" | "max" | "Max", [first, rest @ ..])
+                        if rest.len() < MAX_PARSE_ARGS =>
+                    {
                         let kind = if name.eq_ignore_ascii_case("min") {
                             MinMax::Min
                         } else {
