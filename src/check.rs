@@ -222,11 +222,11 @@ pub fn check(model: &Model) -> CheckReport {
         true => crate::pipeline::recorded_assumptions(model),
         false => dim::Assumptions::new(),
     };
-    let restore = (!recorded.is_empty()).then(|| dim::assume(recorded));
+    let restore = (!recorded.is_empty()).then(|| dim::assume_in_thread(recorded));
     let mut report = check_now(model);
     report.assumptions = dim::assumptions().describe();
     if let Some(before) = restore {
-        dim::assume(before);
+        dim::assume_in_thread(before);
     }
     report
 }

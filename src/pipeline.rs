@@ -34,8 +34,8 @@ pub struct Pipeline {
     /// the command line turns it off unless `--report` or `-v` asks for the list (on a graph
     /// of 100,000 slices the records were a sixth of the peak memory).
     pub details: bool,
-    /// What the user states about the model's symbols (`--dim`, `--assume`): installed while
-    /// the pipeline runs (see [`crate::semantics::dim::assume`]) and recorded in an ONNX
+    /// What the user states about the model's symbols (`--dim`, `--assume`): installed on the
+    /// calling thread while the pipeline runs (see [`crate::semantics::dim::assume_in_thread`]) and recorded in an ONNX
     /// output's `metadata_props` under [`ASSUMPTIONS_KEY`]. Empty: the assumptions installed
     /// process-wide, else those the model records ([`recorded_assumptions`]).
     pub assumptions: crate::semantics::dim::Assumptions,
@@ -153,9 +153,9 @@ impl Pipeline {
             record_assumptions(model, &dim::assumptions());
             return Ok(report);
         }
-        let before = dim::assume(own.clone());
+        let before = dim::assume_in_thread(own.clone());
         let report = self.run_at(model, 0);
-        dim::assume(before);
+        dim::assume_in_thread(before);
         let report = report?;
         record_assumptions(model, &own);
         Ok(report)

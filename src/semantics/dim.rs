@@ -235,7 +235,7 @@ impl Lin {
         for (a, k) in &self.terms {
             acc = iv_add(acc, iv_scale(a.interval(), *k));
         }
-        if ASSUMING.load(std::sync::atomic::Ordering::Relaxed) {
+        if assuming() {
             acc = assumed_bounds(self, acc);
         }
         acc
@@ -1129,7 +1129,7 @@ pub fn set_dim_limit(limit: Option<i64>) {
 /// A symbol named by a model: bounds `[0, dim_limit()]`, or those the user states for it
 /// ([`Assumptions::dim`], installed with [`assume`]).
 pub fn model_symbol(name: &str) -> Dim {
-    if ASSUMING.load(std::sync::atomic::Ordering::Relaxed) {
+    if assuming() {
         if let Some(&(lo, hi)) = installed().and_then(|a| a.dims.get(name).copied()).as_ref() {
             let hi = match (hi, dim_limit()) {
                 (Some(h), Some(l)) => Some(h.min(l)),
@@ -1281,17 +1281,49 @@ impl Assumptions {
     }
 }
 
-static ASSUMING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// How many installations are active: 1 for the process-wide one, plus 1 per thread with its
+/// own. Zero (the common case): no lookup at all.
+static ASSUMING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 static ASSUMED: std::sync::RwLock<Option<Arc<Assumptions>>> = std::sync::RwLock::new(None);
 
-fn installed() -> Option<Arc<Assumptions>> {
-    ASSUMED.read().ok().and_then(|a| a.clone())
+thread_local! {
+    static ASSUMED_HERE: std::cell::RefCell<Option<Arc<Assumptions>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
-/// Installs `a` process-wide (like [`set_dim_limit`]): every symbol a model names and every
-/// bound computed afterwards takes them into account. Returns what was installed before, to
-/// restore it. An empty set removes every assumption.
+fn assuming() -> bool {
+    ASSUMING.load(std::sync::atomic::Ordering::Relaxed) > 0
+}
+
+/// The assumptions in force on this thread: its own ([`assume_in_thread`]), else the
+/// process-wide ones ([`assume`]).
+fn installed() -> Option<Arc<Assumptions>> {
+    if !assuming() {
+        return None;
+    }
+    ASSUMED_HERE
+        .with(|h| h.borrow().clone())
+        .or_else(|| ASSUMED.read().ok().and_then(|a| a.clone()))
+}
+
+fn count(before: bool, after: bool) {
+    use std::sync::atomic::Ordering::Relaxed;
+    match (before, after) {
+        (false, true) => {
+            ASSUMING.fetch_add(1, Relaxed);
+        }
+        (true, false) => {
+            ASSUMING.fetch_sub(1, Relaxed);
+        }
+        _ => {}
+    }
+}
+
+/// Installs `a` process-wide (like [`set_dim_limit`]; what the command line's `--dim` and
+/// `--assume` do): every symbol a model names and every bound computed afterwards, on every
+/// thread without assumptions of its own, takes them into account. Returns what was installed
+/// before, to restore it. An empty set removes them.
 pub fn assume(a: Assumptions) -> Assumptions {
     let new = (!a.is_empty()).then(|| Arc::new(a));
     let on = new.is_some();
@@ -1299,11 +1331,23 @@ pub fn assume(a: Assumptions) -> Assumptions {
         Ok(mut g) => std::mem::replace(&mut *g, new),
         Err(p) => std::mem::replace(&mut *p.into_inner(), new),
     };
-    ASSUMING.store(on, std::sync::atomic::Ordering::Relaxed);
+    count(old.is_some(), on);
     old.map(|a| (*a).clone()).unwrap_or_default()
 }
 
-/// The assumptions installed with [`assume`].
+/// Installs `a` for the calling thread only (in place of the process-wide ones), as
+/// [`crate::Pipeline::run`] and [`crate::check::check`] do for the assumptions of the model they
+/// work on: models worked on at the same time on other threads are not affected. Returns this
+/// thread's previous ones, to restore them.
+pub fn assume_in_thread(a: Assumptions) -> Assumptions {
+    let new = (!a.is_empty()).then(|| Arc::new(a));
+    let on = new.is_some();
+    let old = ASSUMED_HERE.with(|h| std::mem::replace(&mut *h.borrow_mut(), new));
+    count(old.is_some(), on);
+    old.map(|a| (*a).clone()).unwrap_or_default()
+}
+
+/// The assumptions in force on this thread (see [`assume`], [`assume_in_thread`]).
 pub fn assumptions() -> Assumptions {
     installed().map(|a| (*a).clone()).unwrap_or_default()
 }
