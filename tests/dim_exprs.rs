@@ -379,6 +379,12 @@ fn floor_divisions_beside_other_terms_keep_sound_bounds() {
         lo.is_none_or(|l| l <= 0) && hi.is_none_or(|h| h >= 2),
         "{m3}: {lo:?}..{hi:?}"
     );
+    // Exact where the expression is linear plus periodic (symbols and floor divisions only):
+    // N mod 3 is within [0, 2] and reaches both; padding N up to a multiple of 4 (what the
+    // dynamo exporter writes for it) is at least N, so the smaller of the two is N.
+    assert_eq!((lo, hi), (Some(0), Some(2)), "{m3}");
+    let padded = Dim::parse("4*(((n_mod + (Mod(4 - (Mod(n_mod, 4)), 4)))//4))", &sym).unwrap();
+    assert_eq!(n.min(&padded), n, "{padded}");
     let a = Dim::parse("((n_mod + 6)//8)", &sym).unwrap();
     let b = Dim::parse("((n_mod + 7)//8)", &sym).unwrap();
     assert!(!a.provably_equal(&b), "{a} = {b} at n = 1? 0 vs 1");

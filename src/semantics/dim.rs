@@ -145,6 +145,9 @@ fn iv_mul(a: Iv, b: Iv) -> Iv {
 /// Beyond this magnitude a bound is taken as infinite (see [`Dim::bounds`]).
 const HUGE: i128 = 1 << 62;
 
+/// The largest period (product of divisors) `Lin::tight` tries every value of.
+const MAX_PERIOD: i128 = 256;
+
 /// Largest expression (in atoms, nested included) whose bounds `Lin::tight` computes exactly.
 const TIGHT_MAX_ATOMS: usize = 32;
 
@@ -356,8 +359,12 @@ impl Lin {
         }
         // Distributing is for cancelling (`N - min(1, N)` is `max(N - 1, 0)`); over several
         // symbols a form that came out longer is not kept (readable dims: GPT-2's mask slice
-        // over `k_len` and `q_len`, 370 characters distributed, 110 not). Over one symbol it
-        // is always kept: the exact bounds found at its breakpoints decide more min/max arms.
+        // over `k_len` and `q_len`, 370 characters distributed, 111 not; the price: a later
+        // cancellation is missed, `max(min(past + seq, 64) - min(past, 64), 0)` stays so
+        // rather than `max(min(64 - past, seq), 0)`. Allowing twice as long made the text
+        // written for GPT-2's mask read back as another form, so it was not written). Over one
+        // symbol it is always kept: the exact bounds found at its breakpoints decide more
+        // min/max arms.
         if out.size() > self.size() && self.several_symbols() {
             return Some(self);
         }
@@ -576,6 +583,29 @@ impl Lin {
         })
     }
 
+    /// For an expression of symbols and floor divisions only (no min/max, no product) with a
+    /// floor division among its terms: the product of every divisor, when at most
+    /// [`MAX_PERIOD`]. With one symbol `x`, `f(x + p) - f(x)` is then the same for every `x`
+    /// (each `floor(e/d)` grows by `(e(x + p) - e(x)) / d`, an integer since `d` divides what
+    /// `p` leaves of the growth of `e`), so `f` is linear plus a function of period `p`.
+    fn period(&self) -> Option<i128> {
+        fn walk(l: &Lin, p: &mut i128) -> bool {
+            l.terms.iter().all(|(a, _)| match a {
+                Atom::Sym(_) => true,
+                Atom::Div(e, d) => match p.checked_mul(*d) {
+                    Some(q) if q <= MAX_PERIOD => {
+                        *p = q;
+                        walk(e, p)
+                    }
+                    _ => false,
+                },
+                Atom::Ext(..) | Atom::Prod(_) => false,
+            })
+        }
+        let mut p = 1;
+        (walk(self, &mut p) && p > 1).then_some(p)
+    }
+
     /// Counts this expression's atoms (nested ones included) against `budget`; false when it
     /// runs out.
     fn within(&self, budget: &mut usize) -> bool {
@@ -614,6 +644,15 @@ impl Lin {
         let mut pts: std::collections::BTreeSet<i128> = [lo, hi].into();
         if hi - lo <= 64 {
             pts.extend(lo..=hi);
+        } else if let Some(p) = self.period() {
+            // Linear plus periodic: f(x + p) - f(x) is one constant, so the extremes lie in
+            // the first and the last period (or anywhere in one, when that constant is 0).
+            if hi - lo < 4 * p {
+                pts.extend(lo..=hi);
+            } else {
+                pts.extend(lo..lo + p);
+                pts.extend(hi - p + 1..=hi);
+            }
         } else if !self.breakpoints(&s.name, &mut pts) {
             return base;
         }
