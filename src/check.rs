@@ -68,6 +68,11 @@ pub struct CheckReport {
     pub model: String,
     pub format: Format,
     pub rows: Vec<CheckRow>,
+    /// The assumptions the dims were inferred under (`seq=1..4096`, `k_len >= q_len`): those
+    /// installed (`--dim`, `--assume`), else those the model records (an output written under
+    /// them, see [`crate::pipeline::ASSUMPTIONS_KEY`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assumptions: Vec<String>,
 }
 
 impl CheckReport {
@@ -184,7 +189,7 @@ fn compatible(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<String>) ->
     compare(declared, inferred, free) != DimCmp::Mismatch
 }
 
-/// Symbol names that graph inputs declare.
+/// Symbol names that graph inputs declare (the symbols of their declared dims).
 fn input_symbols(model: &Model) -> HashSet<String> {
     let g = model.graph();
     let mut out = HashSet::new();
@@ -193,9 +198,11 @@ fn input_symbols(model: &Model) -> HashSet<String> {
             n.kind == NodeKind::Input || (n.kind == NodeKind::Op && n.op_type == "Parameter");
         if is_input {
             for v in &n.outputs {
+                // An input may declare an expression (`2*s1`): its symbols are the free ones.
                 for d in v.ty.shape.iter().flatten() {
-                    if let DeclaredDim::Param(p) = d {
-                        out.insert(p.clone());
+                    if let DeclaredDim::Param(_) = d {
+                        let d = slice_node::to_dim(d);
+                        out.extend(d.symbols().iter().map(|s| s.name().to_string()));
                     }
                 }
             }
@@ -210,6 +217,23 @@ fn input_symbols(model: &Model) -> HashSet<String> {
 /// (`If_3/then_branch/Slice_7`), inferred from what flows into the body
 /// ([`crate::subgraph::scope`]).
 pub fn check(model: &Model) -> CheckReport {
+    use crate::semantics::dim;
+    // A model written under assumptions is checked under them (unless others are installed).
+    let recorded = match dim::assumptions().is_empty() {
+        true => crate::pipeline::recorded_assumptions(model),
+        false => dim::Assumptions::new(),
+    };
+    let restore = (!recorded.is_empty()).then(|| dim::assume_in_thread(recorded));
+    let mut report = check_now(model);
+    report.assumptions = dim::assumptions().describe();
+    if let Some(before) = restore {
+        dim::assume_in_thread(before);
+    }
+    report
+}
+
+/// [`check`] under the assumptions installed now.
+fn check_now(model: &Model) -> CheckReport {
     let free = input_symbols(model);
     let format = model.format();
     let opset = model.onnx_opset();
@@ -236,6 +260,7 @@ pub fn check(model: &Model) -> CheckReport {
         model: model.path().display().to_string(),
         format,
         rows,
+        assumptions: Vec::new(),
     }
 }
 

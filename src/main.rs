@@ -121,6 +121,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use slice_opt::check::{self, Verdict};
 use slice_opt::pipeline::{PassKind, Report};
+use slice_opt::semantics::dim::Assumptions;
 use slice_opt::{Error, Model};
 
 const EXAMPLES: &str = "\
@@ -139,6 +140,8 @@ Examples:
       CI gate: declared vs inferred shape of every slice; exit 1 on a mismatch
   slice-opt info model.onnx
       opsets, op counts and every slice in Python notation
+  slice-opt check gpt2.onnx --assume \"k_len >= q_len\" --dim q_len=1..4096
+      dims exact (and short) for every size where what you state holds
 
 Exit codes: 0 success, 1 a pass, check or verification failed, 2 the input could not be read
 or the output could not be written (or was refused: an input, a device, a FIFO, the same file
@@ -197,6 +200,18 @@ struct Cli {
     /// reported as not verified. Default: 300.
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, requires = "verify")]
     verify_time: Option<std::time::Duration>,
+
+    /// The bounds of a symbolic dim (`--dim seq=1..4096 --dim batch=1..`, repeatable; also for
+    /// `check` and `info`). Written dims are exact for sizes within them, and shorter.
+    #[arg(long, global = true, value_name = "NAME=LO..HI")]
+    dim: Vec<String>,
+
+    /// A fact between symbolic dims (`--assume "k_len >= q_len"`; >=, >, <=, <, ==;
+    /// repeatable; also for `check` and `info`). Written dims are exact where it holds, and
+    /// shorter; an ONNX output records the assumptions in `metadata_props`
+    /// (`slice_opt.assumptions`).
+    #[arg(long, global = true, value_name = "FACT")]
+    assume: Vec<String>,
 
     /// Print nothing but errors.
     #[arg(short, long, conflicts_with = "verbose")]
@@ -372,6 +387,21 @@ fn main() -> ExitCode {
             "slice-opt: warning: cannot install signal handlers: {e}"
         )]);
     }
+    // `--dim` / `--assume`: installed for the whole run (inference, check, info).
+    let assumed = cli
+        .dim
+        .iter()
+        .try_fold(Assumptions::new(), |a, d| a.parse_dim(d));
+    let assumed = assumed.and_then(|a| cli.assume.iter().try_fold(a, |a, f| a.parse_fact(f)));
+    match assumed {
+        Ok(a) => {
+            slice_opt::semantics::dim::assume(a);
+        }
+        Err(e) => {
+            term::err([format!("slice-opt: error: {e}")]);
+            return ExitCode::from(2);
+        }
+    }
     let result = match &cli.command {
         Some(Command::Check { model, format }) => run_check(model, *format),
         Some(Command::Info { model, format }) => run_info(model, *format),
@@ -429,7 +459,13 @@ fn table(rows: &[Vec<String>]) -> Vec<String> {
         .map(|r| {
             r.iter()
                 .enumerate()
-                .map(|(c, s)| format!("{s:w$}", w = if c + 1 == r.len() { 0 } else { widths[c] }))
+                .map(|(c, s)| {
+                    // Padded by hand: a width over 65535 (a dim_param that long) panics in
+                    // `format!`.
+                    let w = if c + 1 == r.len() { 0 } else { widths[c] };
+                    let pad = w.saturating_sub(s.chars().count());
+                    format!("{s}{}", " ".repeat(pad))
+                })
                 .collect::<Vec<_>>()
                 .join("  ")
                 .trim_end()
@@ -486,6 +522,12 @@ fn run_check(path: &Path, format: OutputFormat) -> Result<ExitCode, Error> {
             report.rows.len(),
             bad
         ));
+        if !report.assumptions.is_empty() {
+            lines.push(format!(
+                "under the assumptions: {}",
+                report.assumptions.join("; ")
+            ));
+        }
         print_out(lines)?;
     }
     Ok(if report.passed() {

@@ -35,7 +35,16 @@ pub struct Pipeline {
     /// the command line turns it off unless `--report` or `-v` asks for the list (on a graph
     /// of 100,000 slices the records were a sixth of the peak memory).
     pub details: bool,
+    /// What the user states about the model's symbols (`--dim`, `--assume`): installed on the
+    /// calling thread while the pipeline runs (see [`crate::semantics::dim::assume_in_thread`]) and recorded in an ONNX
+    /// output's `metadata_props` under [`ASSUMPTIONS_KEY`]. Empty: the assumptions installed
+    /// process-wide, else those the model records ([`recorded_assumptions`]).
+    pub assumptions: crate::semantics::dim::Assumptions,
 }
+
+/// The ONNX `metadata_props` key under which the assumptions a run made are recorded, one per
+/// line (`seq=1..4096`, `k_len >= q_len`): the written dims are exact where they hold.
+pub const ASSUMPTIONS_KEY: &str = "slice_opt.assumptions";
 
 impl Default for Pipeline {
     fn default() -> Self {
@@ -50,6 +59,7 @@ impl Pipeline {
             passes: vec![PassKind::Infer, PassKind::Fold, PassKind::Cleanup],
             fold_limit: crate::passes::fold::DEFAULT_FOLD_LIMIT,
             details: true,
+            assumptions: Default::default(),
         }
     }
 
@@ -64,6 +74,7 @@ impl Pipeline {
             passes,
             fold_limit: crate::passes::fold::DEFAULT_FOLD_LIMIT,
             details: true,
+            assumptions: Default::default(),
         }
     }
 
@@ -77,6 +88,23 @@ impl Pipeline {
     /// Sets the largest constant `fold` may produce.
     pub fn fold_limit(mut self, bytes: u64) -> Pipeline {
         self.fold_limit = bytes;
+        self
+    }
+
+    /// Runs under `a` (symbol bounds, facts between symbols): the dims inferred are exact
+    /// wherever `a` holds, and shorter.
+    ///
+    /// ```
+    /// use slice_opt::semantics::dim::Assumptions;
+    /// let a = Assumptions::new()
+    ///     .parse_fact("k_len >= q_len")?
+    ///     .parse_dim("q_len=1..4096")?;
+    /// let mut model = slice_opt::Model::load("models/gpt2_causal_mask.onnx".as_ref())?;
+    /// slice_opt::Pipeline::new().assume(a).run(&mut model)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn assume(mut self, a: crate::semantics::dim::Assumptions) -> Pipeline {
+        self.assumptions = a;
         self
     }
 
@@ -113,7 +141,25 @@ impl Pipeline {
     /// Runs every pass in order on `model`, then in every subgraph body (see
     /// [`crate::subgraph::run`]).
     pub fn run(&self, model: &mut Model) -> Result<Report> {
-        self.run_at(model, 0, &Seeds::default())
+        use crate::semantics::dim;
+        // Its own assumptions; else those installed; else those the model records (a model
+        // written under assumptions is worked on under them).
+        let own = match (self.assumptions.is_empty(), dim::assumptions().is_empty()) {
+            (false, _) => self.assumptions.clone(),
+            (true, true) => recorded_assumptions(model),
+            (true, false) => dim::Assumptions::new(),
+        };
+        if own.is_empty() {
+            let report = self.run_at(model, 0, &Seeds::default())?;
+            record_assumptions(model, &dim::assumptions());
+            return Ok(report);
+        }
+        let before = dim::assume_in_thread(own.clone());
+        let report = self.run_at(model, 0, &Seeds::default());
+        dim::assume_in_thread(before);
+        let report = report?;
+        record_assumptions(model, &own);
+        Ok(report)
     }
 
     /// Runs every pass in order on `model`, a graph `depth` bodies deep whose inputs `seeds`
@@ -240,4 +286,41 @@ fn reaches_any(graph: &crate::ir::Graph, from: &[NodeIndex], targets: &[NodeInde
         }
     }
     false
+}
+
+/// The assumptions an ONNX model records under [`ASSUMPTIONS_KEY`] (written by a run with
+/// `--dim`/`--assume`: its dims are exact where they hold). An entry that cannot be read is
+/// skipped.
+pub fn recorded_assumptions(model: &Model) -> crate::semantics::dim::Assumptions {
+    let mut a = crate::semantics::dim::Assumptions::new();
+    let Model::Onnx(m) = model else {
+        return a;
+    };
+    for p in &m.proto.metadata_props {
+        if p.key.as_deref() != Some(ASSUMPTIONS_KEY) {
+            continue;
+        }
+        for line in p.value.as_deref().unwrap_or_default().lines() {
+            if let Ok(next) = a.clone().parse_entry(line) {
+                a = next;
+            }
+        }
+    }
+    a
+}
+
+/// Records `a` in an ONNX model's `metadata_props` under [`ASSUMPTIONS_KEY`] (replacing an
+/// earlier record); nothing when `a` is empty. OpenVINO IR: not recorded yet.
+fn record_assumptions(model: &mut Model, a: &crate::semantics::dim::Assumptions) {
+    if a.is_empty() {
+        return;
+    }
+    if let Model::Onnx(m) = model {
+        let props = &mut m.proto.metadata_props;
+        props.retain(|p| p.key.as_deref() != Some(ASSUMPTIONS_KEY));
+        props.push(crate::formats::onnx::proto::StringStringEntryProto {
+            key: Some(ASSUMPTIONS_KEY.to_string()),
+            value: Some(a.describe().join("\n")),
+        });
+    }
 }

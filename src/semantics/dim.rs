@@ -145,6 +145,9 @@ fn iv_mul(a: Iv, b: Iv) -> Iv {
 /// Beyond this magnitude a bound is taken as infinite (see [`Dim::bounds`]).
 const HUGE: i128 = 1 << 62;
 
+/// The largest period (product of divisors) `Lin::tight` tries every value of.
+const MAX_PERIOD: i128 = 256;
+
 /// Largest expression (in atoms, nested included) whose bounds `Lin::tight` computes exactly.
 const TIGHT_MAX_ATOMS: usize = 32;
 
@@ -213,6 +216,13 @@ impl Lin {
     fn as_const(&self) -> Option<i128> {
         self.terms.is_empty().then_some(self.c)
     }
+    /// `floor(x / d2) + c` (one floor division with coefficient 1, plus a constant): `(x, d2)`.
+    fn div_plus_const(&self) -> Option<(&Lin, i128)> {
+        match self.terms.as_slice() {
+            [(Atom::Div(x, d2), 1)] => Some((x, *d2)),
+            _ => None,
+        }
+    }
     fn single_atom(&self) -> Option<&Atom> {
         match self.terms.as_slice() {
             [(a, 1)] if self.c == 0 => Some(a),
@@ -227,6 +237,9 @@ impl Lin {
         };
         for (a, k) in &self.terms {
             acc = iv_add(acc, iv_scale(a.interval(), *k));
+        }
+        if assuming() {
+            acc = assumed_bounds(self, acc);
         }
         acc
     }
@@ -297,7 +310,11 @@ impl Lin {
         else {
             return Some(self);
         };
-        if self.terms.len() == 1 && self.c == 0 && self.terms[0].1 == 1 {
+        // A lone min/max, or its negation, is kept as it is: whether a sum distributes is
+        // decided by the whole sum (see below), and `a - max(x, y)` must reach one form
+        // whether it is built as `a + (-max(x, y))` or at once (the text written is read back
+        // through the other path).
+        if self.terms.len() == 1 && self.c == 0 && self.terms[0].1.abs() == 1 {
             return Some(self);
         }
         let (Atom::Ext(kind, args), k) = (&self.terms[i].0, self.terms[i].1) else {
@@ -340,7 +357,30 @@ impl Lin {
         if !fits(&out, DISTRIBUTE_MAX_ATOMS) {
             return Some(self);
         }
+        // Distributing is for cancelling (`N - min(1, N)` is `max(N - 1, 0)`); over several
+        // symbols a form that came out longer is not kept (readable dims: GPT-2's mask slice
+        // over `k_len` and `q_len`, 370 characters distributed, 111 not; the price: a later
+        // cancellation is missed, `max(min(past + seq, 64) - min(past, 64), 0)` stays so
+        // rather than `max(min(64 - past, seq), 0)`. Allowing twice as long made the text
+        // written for GPT-2's mask read back as another form, so it was not written). Over one
+        // symbol it is always kept: the exact bounds found at its breakpoints decide more
+        // min/max arms.
+        if out.size() > self.size() && self.several_symbols() {
+            return Some(self);
+        }
         Some(out)
+    }
+
+    /// True when the expression uses two symbols or more.
+    fn several_symbols(&self) -> bool {
+        let mut v = Vec::new();
+        self.collect_symbols(&mut v);
+        v.iter().any(|s| s.name != v[0].name)
+    }
+
+    /// The number of atoms and constants, nested ones included: a measure of printed length.
+    fn size(&self) -> usize {
+        usize::from(self.c != 0) + self.terms.iter().map(|(a, _)| a.size()).sum::<usize>()
     }
 
     /// Number of min/max arguments at the top (1 for anything else).
@@ -477,6 +517,17 @@ impl Lin {
     /// that between two consecutive points it is linear or a floor of a linear function, hence
     /// monotone. Returns false when that cannot be guaranteed (a floor inside a min/max argument).
     fn breakpoints(&self, name: &str, pts: &mut std::collections::BTreeSet<i128>) -> bool {
+        // A floor division beside any other term is not monotone between breakpoints
+        // (`N - 2*floor(N/2)` is N mod 2; `floor((N + 6)/8) - floor((N + 7)/8)` is 0 at both
+        // ends of [0, 2^31 - 1] and -1 at N = 1): only a floor division alone is.
+        let divs = self
+            .terms
+            .iter()
+            .filter(|(a, _)| matches!(a, Atom::Div(..)))
+            .count();
+        if divs > 0 && self.terms.len() > 1 {
+            return false;
+        }
         self.terms.iter().all(|(a, _)| match a {
             Atom::Sym(_) => true,
             Atom::Prod(_) => false,
@@ -513,7 +564,14 @@ impl Lin {
                             if slope == 0 {
                                 continue;
                             }
-                            let t = (-fp).div_euclid(slope);
+                            // t = floor(-fp / slope), rounded down for either sign of the
+                            // slope (`(-fp).div_euclid(slope)` rounds up for a negative one:
+                            // min(-2N, N - 22) peaks at N = 7, not 8).
+                            let t = if slope > 0 {
+                                (-fp).div_euclid(slope)
+                            } else {
+                                fp.div_euclid(-slope)
+                            };
                             let (a, b) = ((p + t).clamp(p, q), (p + t + 1).clamp(p, q));
                             pts.insert(a);
                             pts.insert(b);
@@ -523,6 +581,29 @@ impl Lin {
                 true
             }
         })
+    }
+
+    /// For an expression of symbols and floor divisions only (no min/max, no product) with a
+    /// floor division among its terms: the product of every divisor, when at most
+    /// [`MAX_PERIOD`]. With one symbol `x`, `f(x + p) - f(x)` is then the same for every `x`
+    /// (each `floor(e/d)` grows by `(e(x + p) - e(x)) / d`, an integer since `d` divides what
+    /// `p` leaves of the growth of `e`), so `f` is linear plus a function of period `p`.
+    fn period(&self) -> Option<i128> {
+        fn walk(l: &Lin, p: &mut i128) -> bool {
+            l.terms.iter().all(|(a, _)| match a {
+                Atom::Sym(_) => true,
+                Atom::Div(e, d) => match p.checked_mul(*d) {
+                    Some(q) if q <= MAX_PERIOD => {
+                        *p = q;
+                        walk(e, p)
+                    }
+                    _ => false,
+                },
+                Atom::Ext(..) | Atom::Prod(_) => false,
+            })
+        }
+        let mut p = 1;
+        (walk(self, &mut p) && p > 1).then_some(p)
     }
 
     /// Counts this expression's atoms (nested ones included) against `budget`; false when it
@@ -563,6 +644,15 @@ impl Lin {
         let mut pts: std::collections::BTreeSet<i128> = [lo, hi].into();
         if hi - lo <= 64 {
             pts.extend(lo..=hi);
+        } else if let Some(p) = self.period() {
+            // Linear plus periodic: f(x + p) - f(x) is one constant, so the extremes lie in
+            // the first and the last period (or anywhere in one, when that constant is 0).
+            if hi - lo < 4 * p {
+                pts.extend(lo..=hi);
+            } else {
+                pts.extend(lo..lo + p);
+                pts.extend(hi - p + 1..=hi);
+            }
         } else if !self.breakpoints(&s.name, &mut pts) {
             return base;
         }
@@ -594,6 +684,14 @@ impl Lin {
 }
 
 impl Atom {
+    fn size(&self) -> usize {
+        1 + match self {
+            Atom::Sym(_) => 0,
+            Atom::Div(e, _) => e.size(),
+            Atom::Ext(_, args) => args.iter().map(Lin::size).sum(),
+            Atom::Prod(v) => v.iter().map(Atom::size).sum(),
+        }
+    }
     fn within(&self, budget: &mut usize) -> bool {
         if *budget == 0 {
             return false;
@@ -695,9 +793,14 @@ fn mk_div(e: &Lin, d: i128) -> Option<Lin> {
         Lin::constant(0)
     } else if let Some(c) = rem.as_const() {
         Lin::constant(c.div_euclid(d))
-    } else if let Some(Atom::Div(x, d2)) = rem.single_atom() {
-        // floor(floor(x / d2) / d) = floor(x / (d2 * d))
-        Lin::atom(Atom::Div(x.clone(), d2.checked_mul(d)?))
+    } else if let Some((x, d2)) = rem.div_plus_const() {
+        // floor((floor(x / d2) + c) / d) = floor(floor((x + c*d2) / d2) / d)
+        // = floor((x + c*d2) / (d2 * d)) for d, d2 >= 1: nested floor divisions fold into one
+        // (ONNX Runtime's `floor(floor(floor(H/2 - 1/2)/2)/2)` is `floor((H + 7)/8) - 1`).
+        // `x`'s coefficients and constant lie in [0, d2) and 0 <= c < d, so the new
+        // numerator's lie in [0, d2 * d): it is in normal form.
+        let x = x.add_raw(&Lin::constant(rem.c.checked_mul(d2)?))?;
+        Lin::atom(Atom::Div(Box::new(x), d2.checked_mul(d)?))
     } else {
         Lin::atom(Atom::Div(Box::new(rem), d))
     };
@@ -1006,12 +1109,23 @@ impl Dim {
         self.sub(o).bounds() == (Some(0), Some(0))
     }
 
-    /// Parses an expression as [`Dim::to_onnx`] prints it (and as ONNX Runtime writes them:
-    /// `min`/`Min`, `max`/`Max`, `floor(E/k)`, `+ - *`, parentheses; any other `/` is refused,
-    /// since ONNX Runtime's division is rational).
+    /// Parses a dim expression as [`Dim::to_onnx`] prints it, as ONNX Runtime's symbolic shape
+    /// inference writes it and as torch's dynamo exporter writes it (sympy's `str` of a symbolic
+    /// size: `s0 - 2`, `2*s1`, `((height//8))*((width//8)) + 1`, `Max(1, s0)`): integers,
+    /// symbols, `+ - *`, `**` by a small integer, parentheses, `min`/`Min`/`max`/`Max`, and the
+    /// integer-valued divisions by a constant: `floor(E)`/`ceiling(E)` of a rational `E` (sympy's
+    /// `/` is rational: `floor(W/2 - 1/2)` is `floor((W - 1)/2)`), Python's `//` and `%`, torch's
+    /// `Mod`/`PythonMod`/`FloorDiv`. A `/` whose result is not made an integer is refused.
     /// Identifiers become symbols through `symbol` (which gives their bounds). `None` when the
-    /// text is not such an expression (the caller then takes it as one opaque name).
+    /// text is not such an expression (the caller then takes it as one opaque name), or when its
+    /// value cannot be represented exactly (an expansion too large).
     pub fn parse(text: &str, symbol: &dyn Fn(&str) -> Dim) -> Option<Dim> {
+        // Exporters write dims of a few dozen characters; a file's text of thousands of terms
+        // would take the algebra quadratic time (a sum of 20,000 names ran for minutes): such
+        // a text stays one opaque name.
+        if text.len() > MAX_PARSE_LEN {
+            return None;
+        }
         let mut p = Parser {
             s: text.as_bytes(),
             i: 0,
@@ -1019,7 +1133,10 @@ impl Dim {
         };
         let d = p.expr(0)?;
         p.ws();
-        (p.i == p.s.len()).then_some(d)
+        if p.i != p.s.len() {
+            return None;
+        }
+        d.integer()
     }
 }
 
@@ -1048,16 +1165,413 @@ pub fn set_dim_limit(limit: Option<i64>) {
     );
 }
 
-/// A symbol named by a model: bounds `[0, dim_limit()]`.
+/// A symbol named by a model: bounds `[0, dim_limit()]`, or those the user states for it
+/// ([`Assumptions::dim`], installed with [`assume`]).
 pub fn model_symbol(name: &str) -> Dim {
+    if assuming() {
+        if let Some(&(lo, hi)) = installed().and_then(|a| a.dims.get(name).copied()).as_ref() {
+            let hi = match (hi, dim_limit()) {
+                (Some(h), Some(l)) => Some(h.min(l)),
+                (h, l) => h.or(l),
+            };
+            return Dim::symbol_bounded(name, lo, hi);
+        }
+    }
     Dim::symbol_bounded(name, 0, dim_limit())
 }
 
+/// What the user states about a model's symbols (`--dim seq=1..4096`, `--assume "k_len >=
+/// q_len"`): bounds of a symbol, and linear facts between symbols. Installed with [`assume`],
+/// they narrow the bounds every expression over those symbols gets, so that dims stay exact
+/// *under the stated assumptions* and get shorter (a `min`/`max` arm the facts decide is
+/// dropped; a slice start `k_len - q_len` known not negative needs no wrap-around case).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Assumptions {
+    /// Bounds `[lo, hi]` of a symbol by name (`hi = None`: the dim limit).
+    dims: BTreeMap<String, (i64, Option<i64>)>,
+    /// Facts `e >= 0`, each a sum of symbols (and other atoms) with integer coefficients plus a
+    /// constant, kept with the text the user gave.
+    facts: Vec<(Lin, String)>,
+}
+
+/// Why an assumption could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AssumptionError {
+    #[error("`{0}`: expected `NAME=LO..HI` (`seq=1..4096`, `batch=1..`, `n=8`)")]
+    Dim(String),
+    #[error(
+        "`{0}`: expected a comparison of two dim expressions (`k_len >= q_len`, `2*n <= m + 1`)"
+    )]
+    Fact(String),
+}
+
+impl Assumptions {
+    /// No assumption.
+    pub fn new() -> Assumptions {
+        Assumptions::default()
+    }
+    /// True when nothing is assumed.
+    pub fn is_empty(&self) -> bool {
+        self.dims.is_empty() && self.facts.is_empty()
+    }
+    /// Bounds `[lo, hi]` for the symbol `name` (`hi = None`: up to the dim limit).
+    pub fn dim(mut self, name: &str, lo: i64, hi: Option<i64>) -> Assumptions {
+        self.dims.insert(name.to_string(), (lo.max(0), hi));
+        self
+    }
+    /// Reads `NAME=LO..HI`, `NAME=LO..`, `NAME=..HI` or `NAME=V` (the `--dim` syntax).
+    pub fn parse_dim(mut self, text: &str) -> Result<Assumptions, AssumptionError> {
+        let err = || AssumptionError::Dim(text.to_string());
+        let (name, range) = text.split_once('=').ok_or_else(err)?;
+        let name = name.trim();
+        if name.is_empty() {
+            return Err(err());
+        }
+        let num = |s: &str| -> Result<Option<i64>, AssumptionError> {
+            let s = s.trim();
+            if s.is_empty() {
+                return Ok(None);
+            }
+            s.parse::<i64>().map(Some).map_err(|_| err())
+        };
+        let (lo, hi) = match range.split_once("..") {
+            Some((l, h)) => (num(l)?.unwrap_or(0), num(h)?),
+            None => {
+                let v = num(range)?.ok_or_else(err)?;
+                (v, Some(v))
+            }
+        };
+        if lo < 0 || hi.is_some_and(|h| h < lo) {
+            return Err(err());
+        }
+        self.dims.insert(name.to_string(), (lo, hi));
+        Ok(self)
+    }
+    /// Reads a fact `A >= B`, `A > B`, `A <= B`, `A < B` or `A == B` between two dim
+    /// expressions (the `--assume` syntax; the expressions as [`Dim::parse`] reads them).
+    pub fn parse_fact(mut self, text: &str) -> Result<Assumptions, AssumptionError> {
+        let err = || AssumptionError::Fact(text.to_string());
+        let ops: [(&str, i8); 5] = [(">=", 1), ("<=", -1), ("==", 0), (">", 2), ("<", -2)];
+        let (at, op, kind) = ops
+            .iter()
+            .filter_map(|(op, k)| text.find(op).map(|i| (i, *op, *k)))
+            .min_by_key(|(i, op, _)| (*i, std::cmp::Reverse(op.len())))
+            .ok_or_else(err)?;
+        let (a, b) = (&text[..at], &text[at + op.len()..]);
+        let side = |s: &str| {
+            Dim::parse(s.trim(), &model_symbol)
+                .and_then(|d| d.lin().map(|l| l.into_owned()))
+                .ok_or_else(err)
+        };
+        let (a, b) = (side(a)?, side(b)?);
+        let diff = |x: &Lin, y: &Lin, strict: bool| -> Result<Lin, AssumptionError> {
+            let d = x.add_raw(&y.scale(-1).ok_or_else(err)?).ok_or_else(err)?;
+            let d = if strict {
+                d.add_raw(&Lin::constant(-1)).ok_or_else(err)?
+            } else {
+                d
+            };
+            // A fact with no symbol is true or false by itself: nothing to assume.
+            if d.terms.is_empty() {
+                return Err(err());
+            }
+            Ok(d)
+        };
+        let mut add = |l: Lin| self.facts.push((l, text.trim().to_string()));
+        match kind {
+            1 => add(diff(&a, &b, false)?),
+            2 => add(diff(&a, &b, true)?),
+            -1 => add(diff(&b, &a, false)?),
+            -2 => add(diff(&b, &a, true)?),
+            _ => {
+                add(diff(&a, &b, false)?);
+                add(diff(&b, &a, false)?);
+            }
+        }
+        Ok(self)
+    }
+    /// Reads one entry as [`Assumptions::describe`] writes it: a fact when it has a comparison
+    /// (`k_len >= q_len`), else a symbol's bounds (`seq=1..4096`).
+    pub fn parse_entry(self, text: &str) -> Result<Assumptions, AssumptionError> {
+        if ["<", ">", "=="].iter().any(|op| text.contains(op)) {
+            self.parse_fact(text)
+        } else {
+            self.parse_dim(text)
+        }
+    }
+    /// The assumptions as text, one per entry (`seq=1..4096`, `k_len >= q_len`): what an output
+    /// model records.
+    pub fn describe(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .dims
+            .iter()
+            .map(|(n, (lo, hi))| match hi {
+                Some(h) if h == lo => format!("{n}={lo}"),
+                Some(h) => format!("{n}={lo}..{h}"),
+                None => format!("{n}={lo}.."),
+            })
+            .collect();
+        for (_, text) in &self.facts {
+            if out.last() != Some(text) {
+                out.push(text.clone());
+            }
+        }
+        out
+    }
+}
+
+/// How many installations are active: 1 for the process-wide one, plus 1 per thread with its
+/// own. Zero (the common case): no lookup at all.
+static ASSUMING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+static ASSUMED: std::sync::RwLock<Option<Arc<Assumptions>>> = std::sync::RwLock::new(None);
+
+thread_local! {
+    static ASSUMED_HERE: std::cell::RefCell<Option<Arc<Assumptions>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn assuming() -> bool {
+    ASSUMING.load(std::sync::atomic::Ordering::Relaxed) > 0
+}
+
+/// The assumptions in force on this thread: its own ([`assume_in_thread`]), else the
+/// process-wide ones ([`assume`]).
+fn installed() -> Option<Arc<Assumptions>> {
+    if !assuming() {
+        return None;
+    }
+    ASSUMED_HERE
+        .with(|h| h.borrow().clone())
+        .or_else(|| ASSUMED.read().ok().and_then(|a| a.clone()))
+}
+
+fn count(before: bool, after: bool) {
+    use std::sync::atomic::Ordering::Relaxed;
+    match (before, after) {
+        (false, true) => {
+            ASSUMING.fetch_add(1, Relaxed);
+        }
+        (true, false) => {
+            ASSUMING.fetch_sub(1, Relaxed);
+        }
+        _ => {}
+    }
+}
+
+/// Installs `a` process-wide (like [`set_dim_limit`]; what the command line's `--dim` and
+/// `--assume` do): every symbol a model names and every bound computed afterwards, on every
+/// thread without assumptions of its own, takes them into account. Returns what was installed
+/// before, to restore it. An empty set removes them.
+pub fn assume(a: Assumptions) -> Assumptions {
+    let new = (!a.is_empty()).then(|| Arc::new(a));
+    let on = new.is_some();
+    let old = match ASSUMED.write() {
+        Ok(mut g) => std::mem::replace(&mut *g, new),
+        Err(p) => std::mem::replace(&mut *p.into_inner(), new),
+    };
+    count(old.is_some(), on);
+    old.map(|a| (*a).clone()).unwrap_or_default()
+}
+
+/// Installs `a` for the calling thread only (in place of the process-wide ones), as
+/// [`crate::Pipeline::run`] and [`crate::check::check`] do for the assumptions of the model they
+/// work on: models worked on at the same time on other threads are not affected. Returns this
+/// thread's previous ones, to restore them.
+pub fn assume_in_thread(a: Assumptions) -> Assumptions {
+    let new = (!a.is_empty()).then(|| Arc::new(a));
+    let on = new.is_some();
+    let old = ASSUMED_HERE.with(|h| std::mem::replace(&mut *h.borrow_mut(), new));
+    count(old.is_some(), on);
+    old.map(|a| (*a).clone()).unwrap_or_default()
+}
+
+/// The assumptions in force on this thread (see [`assume`], [`assume_in_thread`]).
+pub fn assumptions() -> Assumptions {
+    installed().map(|a| (*a).clone()).unwrap_or_default()
+}
+
+/// Two atoms that are the same expression (symbols compared by name: a fact is read with the
+/// bounds its symbols had then).
+fn same_atom(a: &Atom, b: &Atom) -> bool {
+    match (a, b) {
+        (Atom::Sym(x), Atom::Sym(y)) => x.name == y.name,
+        _ => a == b,
+    }
+}
+
+/// `iv` (bounds of `l`) narrowed by the installed facts: for a fact `f = t + c >= 0` and
+/// `l = k*t + c'` (the same atoms, coefficients `k` times those of the fact), `l >= c' - k*c`
+/// when `k > 0` and `l <= c' - k*c` when `k < 0`.
+fn assumed_bounds(l: &Lin, mut iv: Iv) -> Iv {
+    let Some(a) = installed() else {
+        return iv;
+    };
+    for (f, _) in &a.facts {
+        if f.terms.len() != l.terms.len() || f.terms.is_empty() {
+            continue;
+        }
+        let (fk, lk) = (f.terms[0].1, l.terms[0].1);
+        if lk % fk != 0 {
+            continue;
+        }
+        let k = lk / fk;
+        let matches = f
+            .terms
+            .iter()
+            .zip(&l.terms)
+            .all(|((fa, fc), (la, lc))| same_atom(fa, la) && fc.checked_mul(k) == Some(*lc));
+        if !matches {
+            continue;
+        }
+        let Some(v) = k.checked_mul(f.c).and_then(|kc| l.c.checked_sub(kc)) else {
+            continue;
+        };
+        if k > 0 {
+            iv.lo = Some(iv.lo.map_or(v, |lo| lo.max(v)));
+        } else {
+            iv.hi = Some(iv.hi.map_or(v, |hi| hi.min(v)));
+        }
+    }
+    iv
+}
+
+/// A rational value `n / d` (`d >= 1`) met while parsing: sympy's `/` is rational
+/// (`floor(W/2 - 1/2)`), so a quotient is kept exact until a `floor`, `//` or `%` makes it an
+/// integer again. A parsed dim must end as an integer (`d == 1` once reduced).
+#[derive(Clone)]
+struct Ratio {
+    n: Dim,
+    d: i64,
+}
+
+/// The largest denominator a parsed expression may build (beyond it the text is refused).
+const MAX_DEN: i64 = 1 << 40;
+
+fn gcd(a: i128, b: i128) -> i128 {
+    let (mut a, mut b) = (a.unsigned_abs(), b.unsigned_abs());
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a as i128
+}
+
+impl Lin {
+    /// The gcd of every top-level coefficient and the constant (0 for the constant 0).
+    fn content(&self) -> i128 {
+        self.terms.iter().fold(self.c, |g, (_, k)| gcd(g, *k))
+    }
+    /// `self / g` when `g` divides every top-level coefficient and the constant (exact).
+    fn div_exact(&self, g: i128) -> Option<Lin> {
+        if g == 0 || self.c % g != 0 || self.terms.iter().any(|(_, k)| k % g != 0) {
+            return None;
+        }
+        Some(Lin {
+            terms: self.terms.iter().map(|(a, k)| (a.clone(), k / g)).collect(),
+            c: self.c / g,
+        })
+    }
+}
+
+impl Ratio {
+    fn int(n: Dim) -> Ratio {
+        Ratio { n, d: 1 }
+    }
+    /// Divides numerator and denominator by their common factor.
+    fn reduce(self) -> Option<Ratio> {
+        if self.d == 1 {
+            return Some(self);
+        }
+        let l = self.n.lin()?;
+        let g = gcd(l.content(), self.d as i128);
+        if g <= 1 {
+            return Some(self);
+        }
+        Some(Ratio {
+            n: Dim::from_lin(l.div_exact(g)?),
+            d: i64::try_from(self.d as i128 / g).ok()?,
+        })
+    }
+    fn checked(n: Dim, d: i64) -> Option<Ratio> {
+        if n.is_unknown() || !(1..=MAX_DEN).contains(&d) {
+            return None;
+        }
+        Ratio { n, d }.reduce()
+    }
+    /// The value as an integer dim, when it is one for every value of the symbols.
+    fn integer(self) -> Option<Dim> {
+        let r = self.reduce()?;
+        (r.d == 1 && !r.n.is_unknown()).then_some(r.n)
+    }
+    fn add(&self, o: &Ratio) -> Option<Ratio> {
+        if self.d == o.d {
+            return Ratio::checked(self.n.add(&o.n), self.d);
+        }
+        Ratio::checked(
+            self.n.mul_const(o.d).add(&o.n.mul_const(self.d)),
+            self.d.checked_mul(o.d)?,
+        )
+    }
+    fn neg(&self) -> Ratio {
+        Ratio {
+            n: self.n.neg(),
+            d: self.d,
+        }
+    }
+    fn mul(&self, o: &Ratio) -> Option<Ratio> {
+        Ratio::checked(self.n.mul(&o.n), self.d.checked_mul(o.d)?)
+    }
+    /// `self / o` for a constant `o != 0` (rational division; anything else is refused).
+    fn div(&self, o: &Ratio) -> Option<Ratio> {
+        let k = o.n.as_known()?;
+        if k == 0 {
+            return None;
+        }
+        // (n/d) / (k/e) = (n*e) / (d*k), the sign moved to the numerator.
+        let n = self.n.mul_const(o.d.checked_mul(k.signum())?);
+        Ratio::checked(n, self.d.checked_mul(k.checked_abs()?)?)
+    }
+    /// `floor(self)`.
+    fn floor(&self) -> Option<Ratio> {
+        let f = self.n.div_floor(self.d);
+        (!f.is_unknown()).then(|| Ratio::int(f))
+    }
+    /// Python's `self // o` (floor of the rational quotient), `o` a non-zero constant.
+    fn floor_div(&self, o: &Ratio) -> Option<Ratio> {
+        self.div(o)?.floor()
+    }
+    /// Python's `self % o` = `self - o * (self // o)`, `o` a non-zero constant.
+    fn modulo(&self, o: &Ratio) -> Option<Ratio> {
+        self.add(&o.mul(&self.floor_div(o)?)?.neg())
+    }
+    fn ext(&self, o: &Ratio, kind: MinMax) -> Option<Ratio> {
+        // A positive common denominator keeps the order.
+        let d = self.d.checked_mul(o.d)?;
+        let (a, b) = (self.n.mul_const(o.d), o.n.mul_const(self.d));
+        let n = match kind {
+            MinMax::Min => a.min(&b),
+            MinMax::Max => a.max(&b),
+        };
+        Ratio::checked(n, d)
+    }
+}
+
+/// A recursive-descent parser of dim expressions in the syntax of sympy's `str` (what ONNX
+/// Runtime's symbolic shape inference and torch's dynamo exporter write) and of Python.
 struct Parser<'a> {
     s: &'a [u8],
     i: usize,
     symbol: &'a dyn Fn(&str) -> Dim,
 }
+
+/// The longest text [`Dim::parse`] reads as an expression.
+pub const MAX_PARSE_LEN: usize = 2048;
+
+/// The most arguments of a `min`/`max` that [`Dim::parse`] reads.
+const MAX_PARSE_ARGS: usize = 16;
+
+/// How deeply a parsed expression may nest (parentheses, unary signs, calls).
+const MAX_PARSE_DEPTH: usize = 64;
 
 impl Parser<'_> {
     fn ws(&mut self) {
@@ -1074,38 +1588,92 @@ impl Parser<'_> {
             false
         }
     }
-    fn expr(&mut self, depth: usize) -> Option<Dim> {
-        if depth > 64 {
+    fn eat2(&mut self, c: &[u8; 2]) -> bool {
+        self.ws();
+        if self.s.get(self.i..self.i + 2) == Some(&c[..]) {
+            self.i += 2;
+            true
+        } else {
+            false
+        }
+    }
+    /// `term (('+' | '-') term)*`
+    fn expr(&mut self, depth: usize) -> Option<Ratio> {
+        if depth > MAX_PARSE_DEPTH {
             return None;
         }
         let mut acc = self.term(depth)?;
         loop {
             if self.eat(b'+') {
-                acc = acc.add(&self.term(depth)?);
+                acc = acc.add(&self.term(depth)?)?;
             } else if self.eat(b'-') {
-                acc = acc.sub(&self.term(depth)?);
+                acc = acc.add(&self.term(depth)?.neg())?;
             } else {
                 return Some(acc);
             }
         }
     }
-    fn term(&mut self, depth: usize) -> Option<Dim> {
-        let mut acc = self.factor(depth)?;
+    /// `unary (('*' | '/' | '//' | '%') unary)*`, left to right as in Python.
+    fn term(&mut self, depth: usize) -> Option<Ratio> {
+        let mut acc = self.unary(depth)?;
         loop {
-            if self.eat(b'*') {
-                acc = acc.mul(&self.factor(depth)?);
+            self.ws();
+            if self.s.get(self.i..self.i + 2) == Some(b"**") {
+                return None; // `**` is taken by `power`; here it is misplaced
+            }
+            if self.eat2(b"//") {
+                acc = acc.floor_div(&self.unary(depth)?)?;
+            } else if self.eat(b'*') {
+                acc = acc.mul(&self.unary(depth)?)?;
+            } else if self.eat(b'/') {
+                acc = acc.div(&self.unary(depth)?)?;
+            } else if self.eat(b'%') {
+                acc = acc.modulo(&self.unary(depth)?)?;
             } else {
                 return Some(acc);
             }
         }
     }
-    fn factor(&mut self, depth: usize) -> Option<Dim> {
+    /// `('-' | '+') unary | power`
+    fn unary(&mut self, depth: usize) -> Option<Ratio> {
+        if depth > MAX_PARSE_DEPTH {
+            return None;
+        }
+        if self.eat(b'-') {
+            return Some(self.unary(depth + 1)?.neg());
+        }
+        if self.eat(b'+') {
+            return self.unary(depth + 1);
+        }
+        self.power(depth)
+    }
+    /// `atom ('**' unary)?` with a small non-negative integer exponent.
+    fn power(&mut self, depth: usize) -> Option<Ratio> {
+        let base = self.atom(depth)?;
+        if !self.eat2(b"**") {
+            return Some(base);
+        }
+        let e = self.unary(depth + 1)?.integer()?.as_known()?;
+        if !(0..=8).contains(&e) {
+            return None;
+        }
+        let mut acc = Ratio::int(Dim::known(1));
+        for _ in 0..e {
+            acc = acc.mul(&base)?;
+        }
+        Some(acc)
+    }
+    /// The comma-separated arguments of a call, after its `(`.
+    fn args(&mut self, depth: usize) -> Option<Vec<Ratio>> {
+        let mut args = vec![self.expr(depth + 1)?];
+        while self.eat(b',') {
+            args.push(self.expr(depth + 1)?);
+        }
+        self.eat(b')').then_some(args)
+    }
+    fn atom(&mut self, depth: usize) -> Option<Ratio> {
         self.ws();
         let c = *self.s.get(self.i)?;
-        if c == b'-' {
-            self.i += 1;
-            return Some(self.factor(depth + 1)?.neg());
-        }
         if c == b'(' {
             self.i += 1;
             let e = self.expr(depth + 1)?;
@@ -1120,7 +1688,7 @@ impl Parser<'_> {
                 .ok()?
                 .parse()
                 .ok()?;
-            return Some(Dim::known(v));
+            return Some(Ratio::int(Dim::known(v)));
         }
         if c.is_ascii_alphabetic() || c == b'_' {
             let st = self.i;
@@ -1131,36 +1699,34 @@ impl Parser<'_> {
             }
             let name = std::str::from_utf8(&self.s[st..self.i]).ok()?;
             let save = self.i;
-            if name == "floor" && self.eat(b'(') {
-                // Only `floor(E/k)`: ONNX Runtime's `/` is rational (`floor(W/2 - 1/2)`), so any
-                // other use of `/` is refused rather than read as a floor division.
-                let e = self.term(depth + 1)?;
-                if !self.eat(b'/') {
-                    return None;
-                }
-                let d = self.factor(depth + 1)?.as_known()?;
-                if d < 1 || !self.eat(b')') {
-                    return None;
-                }
-                return Some(e.div_floor(d));
-            }
-            if matches!(name, "min" | "max" | "Min" | "Max") && self.eat(b'(') {
-                let mut args = vec![self.expr(depth + 1)?];
-                while self.eat(b',') {
-                    args.push(self.expr(depth + 1)?);
-                }
-                if !self.eat(b')') {
-                    return None;
-                }
-                let mut it = args.into_iter();
-                let first = it.next()?;
-                return match name {
-                    "min" | "Min" => Some(it.fold(first, |a, b| a.min(&b))),
-                    _ => Some(it.fold(first, |a, b| a.max(&b))),
+            if self.eat(b'(') {
+                let args = self.args(depth)?;
+                return match (name, args.as_slice()) {
+                    // sympy's floor and ceiling; torch's FloorToInt / CeilToInt.
+                    ("floor" | "FloorToInt", [x]) => x.floor(),
+                    ("ceiling" | "ceil" | "CeilToInt", [x]) => Some(x.neg().floor()?.neg()),
+                    // torch's FloorDiv(a, b) prints `(a//b)`; read its call form too.
+                    ("FloorDiv", [x, y]) => x.floor_div(y),
+                    // torch's Mod and PythonMod: Python's `%` (sign of the divisor).
+                    ("Mod" | "PythonMod", [x, y]) => x.modulo(y),
+                    // At most MAX_PARSE_ARGS arguments: dropping the dominated ones compares
+                    // every pair, at every step (150 arguments took seconds).
+                    ("min" | "Min" | "max" | "Max", [first, rest @ ..])
+                        if rest.len() < MAX_PARSE_ARGS =>
+                    {
+                        let kind = if name.eq_ignore_ascii_case("min") {
+                            MinMax::Min
+                        } else {
+                            MinMax::Max
+                        };
+                        rest.iter().try_fold(first.clone(), |a, b| a.ext(b, kind))
+                    }
+                    _ => None,
                 };
             }
             self.i = save;
-            return Some((self.symbol)(name));
+            let d = (self.symbol)(name);
+            return (!d.is_unknown()).then(|| Ratio::int(d));
         }
         None
     }
@@ -1446,9 +2012,17 @@ mod tests {
             n.add_const(1).div_floor(2).to_onnx().unwrap(),
             "floor((N + 1)/2)"
         );
-        // ONNX Runtime's rational division is refused, not misread as a floor.
-        assert_eq!(Dim::parse("floor(W/2 - 1/2) + 1", &sym), None);
+        // ONNX Runtime's division is rational: `floor(W/2 - 1/2)` is floor((W - 1) / 2), not
+        // floor(W / 2) - 1 (W = 8: floor(3.5) + 1 = 4; W = 7: 3 + 1 = 4; W = 0: -1 + 1 = 0).
+        let w = Dim::parse("floor(W/2 - 1/2) + 1", &sym).expect("parses");
+        for (v, want) in [(0, 0), (1, 1), (7, 4), (8, 4), (9, 5)] {
+            let b: HashMap<String, i64> = [("W".to_string(), v)].into();
+            assert_eq!(w.eval(&b), Some(want), "W = {v}: {w}");
+        }
+        // A quotient that is not made an integer is refused, not misread as a floor.
         assert_eq!(Dim::parse("N/2", &sym), None);
+        assert_eq!(Dim::parse("N/2 + 1/3", &sym), None);
+        assert_eq!(Dim::parse("2*N/2", &sym), Some(n.clone()));
         assert_eq!(
             Dim::parse("Min(1000000000, unk__9)", &sym).map(|d| d.to_string()),
             Some("min(unk__9, 1000000000)".into())

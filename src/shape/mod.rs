@@ -366,6 +366,49 @@ pub fn declared_fact(graph: &Graph, outlet: OutletId) -> Fact {
     }
 }
 
+/// The names of the symbols the graph's inputs carry (ONNX graph inputs, OpenVINO `Parameter`s:
+/// what they declare, and what is known about them from outside for a body). Only these may
+/// appear in an inferred dim: a declared dim over any other name (optimum's no-past T5 decoder
+/// declares an output dim over `past_decoder_sequence_length`, which no input carries) holds for
+/// some value of a name nothing binds, so it says nothing about the actual size.
+fn input_symbols(
+    graph: &Graph,
+    seed: &dyn Fn(NodeIndex) -> Option<Fact>,
+) -> std::collections::HashSet<String> {
+    let mut out = std::collections::HashSet::new();
+    let mut add = |f: &Fact| {
+        for d in f.shape.iter().flatten().chain(f.value.iter().flatten()) {
+            out.extend(d.symbols().iter().map(|s| s.name().to_string()));
+        }
+    };
+    for ix in graph.g.node_indices() {
+        let node = graph.node(ix);
+        let is_input = node.kind == NodeKind::Input
+            || (node.kind == NodeKind::Op && node.op_type == "Parameter");
+        if !is_input {
+            continue;
+        }
+        for port in 0..node.outputs.len().max(1) {
+            add(&declared_fact(graph, OutletId { node: ix, port }));
+        }
+        if let Some(f) = seed(ix) {
+            add(&f);
+        }
+    }
+    out
+}
+
+/// `declared` with every dim over a symbol that is not in `known` made unknown (see
+/// [`input_symbols`]).
+fn over_symbols(mut declared: Fact, known: &std::collections::HashSet<String>) -> Fact {
+    for d in declared.shape.iter_mut().flatten() {
+        if d.symbols().iter().any(|s| !known.contains(s.name())) {
+            *d = Dim::unknown();
+        }
+    }
+    declared
+}
+
 /// [`merge`] with the declaration read only when it can add something: when the computed fact
 /// lacks the element type, the rank or a dim (most do not, and reading a declaration builds
 /// its dims).
@@ -504,6 +547,7 @@ fn propagate_in(
         // copy faulted fresh pages: 6 % of a 100,000-chain graph's page faults).
         slices: Vec::with_capacity(graph.g.node_count()),
     };
+    let inputs_carry = input_symbols(graph, seed);
     for &ix in order {
         let node = graph.node(ix);
         match node.kind {
@@ -541,7 +585,12 @@ fn propagate_in(
                 }
                 computed.resize_with(node.outputs.len(), Fact::default);
                 let out = computed.into_iter().enumerate().map(|(port, c)| {
-                    merge_with(c, || declared_fact(graph, OutletId { node: ix, port }))
+                    merge_with(c, || {
+                        over_symbols(
+                            declared_fact(graph, OutletId { node: ix, port }),
+                            &inputs_carry,
+                        )
+                    })
                 });
                 facts.set(ix, out);
             }
