@@ -8,6 +8,7 @@
 //! - [`mod@gather`]: plan + concrete dims → the flat input indices selected, in output order.
 //! - [`lowering`]: a StridedSlice plan → one Slice and at most one reshaping, as data (what pass
 //!   `lower` builds).
+//! - [`raising`]: a Slice and the reshaping after it → one StridedSlice spec (pass `raise`).
 //!
 //! The behaviour follows the runtimes (TensorFlow 2.21, OpenVINO 2026.4 shape inference, ONNX
 //! Runtime / ONNX reference majority) as recorded in `tests/data/*.jsonl.gz`; see
@@ -18,6 +19,7 @@ pub mod dim;
 pub mod gather;
 pub mod lowering;
 pub mod plan;
+pub mod raising;
 pub mod resolve;
 
 pub use decode::{onnx_slice, ov_slice8, strided_slice, Flavour, StridedSliceSpec};
