@@ -42,7 +42,6 @@ fn dynamic_bounds(
     rt: &RunTime,
 ) -> std::result::Result<(OutletId, OutletId), String> {
     let ir = b.format == Format::OpenVino;
-    let v = |n: u64| rewrite::i64_vec(Some(n));
     let (nb, ne) = match params {
         Some(_) => (lens.0 as u64, lens.1 as u64),
         None => (0, 0),
@@ -111,28 +110,45 @@ fn dynamic_bounds(
     };
     let guarded: Vec<usize> = (0..sliced.len()).filter(|&k| sliced[k].4).collect();
     if !guarded.is_empty() {
-        // TensorFlow selects nothing from a reverse begin below -dim: there start and stop
-        // become 0:0 (empty under Slice clamping), elsewhere they stay.
-        let g = guarded.len() as u64;
-        let pick = |ix: &[i64]| guarded.iter().map(|&k| ix[k]).collect::<Vec<i64>>();
-        let bs = b.gather0(pool, "guard_start_index", &pick(&start_ix));
-        let es = b.gather0(pool, "guard_stop_index", &pick(&stop_ix));
-        let axes: Vec<usize> = guarded.iter().map(|&k| sliced[k].0).collect();
-        let d = b.dims_at_run_time(rt.data, &rt.dims, &axes);
-        let neg = b.std_op("Neg", &[d], Vec::new(), v(g));
-        let below = b.std_op("Less", &[bs, neg], Vec::new(), rewrite::bool_vec(Some(g)));
-        let zero = b.const_i64("zero", &[0]);
-        let bs = b.std_op("Where", &[below, zero, bs], Vec::new(), v(g));
-        let es = b.std_op("Where", &[below, zero, es], Vec::new(), v(g));
-        pool = b.concat0(&[pool, bs, es], Some(total + 2 * g));
-        for (i, &k) in guarded.iter().enumerate() {
-            start_ix[k] = (total + i as u64) as i64;
-            stop_ix[k] = (total + g + i as u64) as i64;
-        }
+        let ix = (&mut start_ix, &mut stop_ix);
+        pool = guard(b, sliced, &guarded, (pool, total), ix, rt);
     }
     let start = b.gather0(pool, "start_index", &start_ix);
     let stop = b.gather0(pool, "stop_index", &stop_ix);
     Ok((start, stop))
+}
+
+/// The guarded ranges of `sliced` (indices `guarded`), TensorFlow reverse ranges: their start
+/// and stop become 0:0 at run time where the begin lies below `-dim`. Appends those to the
+/// pool of `total` elements and points `start_ix`/`stop_ix` at them; returns the new pool.
+fn guard(
+    b: &mut Builder,
+    sliced: &[SliceAxis],
+    guarded: &[usize],
+    (pool, total): (OutletId, u64),
+    (start_ix, stop_ix): (&mut Vec<i64>, &mut Vec<i64>),
+    rt: &RunTime,
+) -> OutletId {
+    let v = |n: u64| rewrite::i64_vec(Some(n));
+    // TensorFlow selects nothing from a reverse begin below -dim: there start and stop
+    // become 0:0 (empty under Slice clamping), elsewhere they stay.
+    let g = guarded.len() as u64;
+    let pick = |ix: &[i64]| guarded.iter().map(|&k| ix[k]).collect::<Vec<i64>>();
+    let bs = b.gather0(pool, "guard_start_index", &pick(start_ix));
+    let es = b.gather0(pool, "guard_stop_index", &pick(stop_ix));
+    let axes: Vec<usize> = guarded.iter().map(|&k| sliced[k].0).collect();
+    let d = b.dims_at_run_time(rt.data, &rt.dims, &axes);
+    let neg = b.std_op("Neg", &[d], Vec::new(), v(g));
+    let below = b.std_op("Less", &[bs, neg], Vec::new(), rewrite::bool_vec(Some(g)));
+    let zero = b.const_i64("zero", &[0]);
+    let bs = b.std_op("Where", &[below, zero, bs], Vec::new(), v(g));
+    let es = b.std_op("Where", &[below, zero, es], Vec::new(), v(g));
+    let pool = b.concat0(&[pool, bs, es], Some(total + 2 * g));
+    for (i, &k) in guarded.iter().enumerate() {
+        start_ix[k] = (total + i as u64) as i64;
+        stop_ix[k] = (total + g + i as u64) as i64;
+    }
+    pool
 }
 
 /// `begin + 1` for each element of `begin` (of length `nb`), except where it is -1 (the last
