@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The longest functions and the files over a line limit in a Rust source tree.
 
-    python3 tools/long_fns.py [--top N] [--over LINES] [--file-limit LINES] [DIR ...]
+    python3 tools/long_fns.py [--top N] [--over LINES] [--file-limit LINES] [DIR|FILE ...]
 
 Lists the N longest functions (default 10; lines from the `fn` line to its closing brace,
 doc comments not counted) as `lines  path:line  name`, then every function over `--over`
@@ -122,6 +122,11 @@ def main():
     a = ap.parse_args()
     fns, files = [], []
     for d in a.dirs:
+        if os.path.isfile(d):
+            f, lines = functions(d)
+            fns.extend(f)
+            files.append((lines, d))
+            continue
         for root, _, names in os.walk(d):
             for name in sorted(names):
                 if name.endswith(".rs"):

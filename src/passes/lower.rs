@@ -65,12 +65,8 @@ fn dynamic_bounds(
     let kept_base = after_base + if needs_after { nb } else { 0 };
     let m = rt.shrinks.len() as u64;
     if m > 0 {
-        // kept = min(max(b < 0 ? b + dim : b, 0), dim - 1), with b the shrink's begin and dim
-        // its axis' size at run time; then kept + 1.
-        let begin = begin.ok_or(needs_begin)?;
-        let (kept, after) = kept_shrinks(b, begin, rt);
-        parts.push(kept);
-        parts.push(after);
+        let (kept, after) = kept_shrinks(b, begin.ok_or(needs_begin)?, rt);
+        parts.extend([kept, after]);
     }
     let const_base = kept_base + 2 * m;
     let mut index_of = |v: Val| -> i64 {
