@@ -1,8 +1,9 @@
 //! The graph IR both formats load into.
 //!
-//! A [`Graph`] is a `petgraph` [`StableDiGraph`] of [`Node`]s; an edge ([`Wire`]) goes from an
-//! output port of its source to an input port of its target. Every node remembers where it came
-//! from ([`Origin`]) so that a node no pass touched re-serializes exactly as it was read.
+//! A [`Graph`] is a `petgraph` [`StableDiGraph`](petgraph::stable_graph::StableDiGraph) of
+//! [`Node`]s; an edge ([`Wire`]) goes from an output port of its source to an input port of its
+//! target. Every node remembers where it came from ([`Origin`]) so that a node no pass touched
+//! re-serializes exactly as it was read.
 
 pub mod dialect;
 mod graph;

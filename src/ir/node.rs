@@ -154,7 +154,7 @@ pub struct Node {
     pub attrs: Vec<(String, Attr)>,
     pub origin: Origin,
     /// Sort key for output: original position, then creation order within it (`u32::MAX`
-    /// first: not placed yet, see [`Graph::add_node`]).
+    /// first: not placed yet, see [`Graph::add_node`](super::Graph::add_node)).
     pub order: (u32, u32),
     /// Set when a pass changed the node, so its record must be rebuilt on save.
     pub dirty: bool,
@@ -265,8 +265,9 @@ pub struct Wire {
 impl Wire {
     /// Destination port of an outer-scope capture by a subgraph.
     pub const CAPTURED: u32 = u32::MAX;
-    /// Destination port of an edge unlinked lazily ([`Graph::detach_edge`]): still in the
-    /// petgraph lists until [`Graph::flush_detached`], invisible to every [`Graph`] accessor.
+    /// Destination port of an edge unlinked lazily ([`Graph::detach_edge`](super::Graph::detach_edge)): still in the
+    /// petgraph lists until [`Graph::flush_detached`](super::Graph::flush_detached), invisible to
+    /// every [`Graph`](super::Graph) accessor.
     pub const DETACHED: u32 = u32::MAX - 1;
 
     /// A wire from output `src_port` to input `dst_port` (positions in the nodes' lists).

@@ -6,7 +6,7 @@
 //! - [`resolve`]: plan + input dims ([`Dim`] or `u64`) → output dims, or per-axis
 //!   `start/step/len` ([`ResolvedAxis`]) for folding.
 //! - [`mod@gather`]: plan + concrete dims → the flat input indices selected, in output order.
-//! - [`lowering`]: a StridedSlice plan → one Slice and at most one reshaping, as data (what pass
+//! - [`mod@lowering`]: a StridedSlice plan → one Slice and at most one reshaping, as data (what pass
 //!   `lower` builds).
 //! - [`raising`]: a Slice and the reshaping after it → one StridedSlice spec (pass `raise`).
 //!
