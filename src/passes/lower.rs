@@ -19,78 +19,14 @@
 
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
-use crate::ir::{Attr, DeclaredDim, Graph, OutletId};
-use crate::ops::eval;
+use crate::ir::{Attr, DeclaredDim, Graph, OutletId, Text, Value};
+use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
 use crate::report::{Change, PassReport};
-use crate::semantics::{self, AxisPlan, Bound, Clamp, ResolvedAxis, SlicePlan};
+use crate::semantics::lowering::{LoweredDim, Lowering, LoweringInput, Shaping, SliceAxis, Val};
+use crate::semantics::{self, Clamp, SlicePlan};
 use crate::shape::slice_node::{self, SliceOp};
 use petgraph::stable_graph::NodeIndex;
-
-/// A Slice parameter: a constant, or taken at run time from the StridedSlice's own inputs.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Val {
-    Const(i64),
-    /// `begin[j]`.
-    Begin(usize),
-    /// `end[j]`.
-    End(usize),
-    /// The stop of a shrink of `begin[j]`: `begin[j] + 1`, or `INT64_MAX` when `begin[j]` is -1.
-    AfterBegin(usize),
-    /// OpenVINO: the element kept by run-time shrink `k` (of the list given to
-    /// `dynamic_bounds`): its begin made non-negative and clamped into `[0, dim - 1]`, as the
-    /// CPU plugin does.
-    Kept(usize),
-    /// The element after `Kept(k)`.
-    AfterKept(usize),
-}
-
-impl Val {
-    fn constant(self) -> Option<i64> {
-        match self {
-            Val::Const(v) => Some(v),
-            _ => None,
-        }
-    }
-}
-
-/// One sliced axis: `(axis, start, stop, step, guarded)`. Guarded: a TensorFlow reverse range
-/// whose begin may lie below `-dim` (non-constant, or a negative constant on an axis of unknown
-/// size), where TensorFlow selects nothing and Slice the first element: start and stop become
-/// `0:0` at run time when `start < -dim`.
-type SliceAxis = (usize, Val, Val, i64, bool);
-
-/// True when `begin:end:step` selects nothing on an axis of any size: both indices of one sign
-/// (so adding the dim to negative ones and clamping keep their order) and `end` not past
-/// `begin` in the step's direction.
-fn provably_empty(begin: Bound, end: Bound, step: i64) -> bool {
-    match (begin, end) {
-        (Bound::Index(b), Bound::Index(e)) if (b < 0) == (e < 0) => {
-            if step > 0 {
-                e <= b
-            } else {
-                b <= e
-            }
-        }
-        _ => false,
-    }
-}
-
-/// A reverse range ending at `INT32_MAX` or `INT64_MAX` on an axis of unknown size, which an
-/// ONNX Slice must not say as such: ONNX Runtime reads that end as running through element 0
-/// (microsoft/onnxruntime#2272; issue 42, pattern G). The StridedSlice selects nothing there
-/// (its end clamps to `dim - 1`, at or after any start) for every dim up to `end + 1`: always for
-/// `INT64_MAX`, and for `INT32_MAX` under the dim limit ([`semantics::dim::dim_limit`], 2^31 - 1
-/// by default). Said as `0:0` instead.
-fn reverse_max_end_is_empty(end: Bound, step: i64) -> bool {
-    match end {
-        Bound::Index(e) if step < 0 && e == i64::MAX => true,
-        Bound::Index(e) if step < 0 && e == i32::MAX as i64 => {
-            semantics::dim::dim_limit().is_some_and(|l| l <= e + 1)
-        }
-        _ => false,
-    }
-}
 
 /// The Slice's start and stop inputs when some are computed at run time: from the
 /// StridedSlice's non-constant begin and end (`params`, of lengths `lens`; `None` when they are
@@ -106,7 +42,6 @@ fn dynamic_bounds(
     rt: &RunTime,
 ) -> std::result::Result<(OutletId, OutletId), String> {
     let ir = b.format == Format::OpenVino;
-    let v = |n: u64| rewrite::i64_vec(Some(n));
     let (nb, ne) = match params {
         Some(_) => (lens.0 as u64, lens.1 as u64),
         None => (0, 0),
@@ -125,44 +60,13 @@ fn dynamic_bounds(
     let needs_after = sliced.iter().any(|a| matches!(a.2, Val::AfterBegin(_)));
     if needs_after {
         let begin = begin.ok_or(needs_begin)?;
-        // begin + 1, except where begin is -1 (the last element): INT64_MAX.
-        let one = b.const_i64("one", &[1]);
-        let minus_one = b.const_i64("minus_one", &[-1]);
-        // OpenVINO's CPU plugin computes this Select in f32 and narrows to i32 (2^31 - 2
-        // comes out as -2^31): 2^30 is exact there and past the end of any dim it runs.
-        let max = b.const_i64("last", &[if ir { 1 << 30 } else { i64::MAX }]);
-        let plus = b.std_op("Add", &[begin, one], Vec::new(), v(nb));
-        let last = b.std_op(
-            "Equal",
-            &[begin, minus_one],
-            Vec::new(),
-            rewrite::bool_vec(Some(nb)),
-        );
-        let sel = if ir { "Select" } else { "Where" };
-        let after = b.std_op(sel, &[last, max, plus], Vec::new(), v(nb));
-        parts.push(after);
+        parts.push(after_begin(b, begin, nb));
     }
     let kept_base = after_base + if needs_after { nb } else { 0 };
     let m = rt.shrinks.len() as u64;
     if m > 0 {
-        // kept = min(max(b < 0 ? b + dim : b, 0), dim - 1), with b the shrink's begin and dim
-        // its axis' size at run time; then kept + 1.
-        let begin = begin.ok_or(needs_begin)?;
-        let js: Vec<i64> = rt.shrinks.iter().map(|&(j, _)| j as i64).collect();
-        let axes: Vec<usize> = rt.shrinks.iter().map(|&(_, a)| a).collect();
-        let bs = b.gather0(begin, "shrink_begin_index", &js);
-        let d = b.dims_at_run_time(rt.data, &rt.dims, &axes);
-        let zero = b.const_i64("zero", &[0]);
-        let one = b.const_i64("one", &[1]);
-        let neg = b.std_op("Less", &[bs, zero], Vec::new(), rewrite::bool_vec(Some(m)));
-        let wrapped = b.std_op("Add", &[bs, d], Vec::new(), v(m));
-        let norm = b.std_op("Select", &[neg, wrapped, bs], Vec::new(), v(m));
-        let low = b.std_op("Maximum", &[norm, zero], Vec::new(), v(m));
-        let last = b.std_op("Subtract", &[d, one], Vec::new(), v(m));
-        let kept = b.std_op("Minimum", &[low, last], Vec::new(), v(m));
-        let after = b.std_op("Add", &[kept, one], Vec::new(), v(m));
-        parts.push(kept);
-        parts.push(after);
+        let (kept, after) = kept_shrinks(b, begin.ok_or(needs_begin)?, rt);
+        parts.extend([kept, after]);
     }
     let const_base = kept_base + 2 * m;
     let mut index_of = |v: Val| -> i64 {
@@ -201,50 +105,15 @@ fn dynamic_bounds(
         b.concat0(&parts, Some(total))
     };
     let guarded: Vec<usize> = (0..sliced.len()).filter(|&k| sliced[k].4).collect();
+    let mut pool_len = total;
     if !guarded.is_empty() {
-        // TensorFlow selects nothing from a reverse begin below -dim: there start and stop
-        // become 0:0 (empty under Slice clamping), elsewhere they stay.
-        let g = guarded.len() as u64;
-        let pick = |ix: &[i64]| guarded.iter().map(|&k| ix[k]).collect::<Vec<i64>>();
-        let bs = b.gather0(pool, "guard_start_index", &pick(&start_ix));
-        let es = b.gather0(pool, "guard_stop_index", &pick(&stop_ix));
-        let axes: Vec<usize> = guarded.iter().map(|&k| sliced[k].0).collect();
-        let d = b.dims_at_run_time(rt.data, &rt.dims, &axes);
-        let neg = b.std_op("Neg", &[d], Vec::new(), v(g));
-        let below = b.std_op("Less", &[bs, neg], Vec::new(), rewrite::bool_vec(Some(g)));
-        let zero = b.const_i64("zero", &[0]);
-        let bs = b.std_op("Where", &[below, zero, bs], Vec::new(), v(g));
-        let es = b.std_op("Where", &[below, zero, es], Vec::new(), v(g));
-        pool = b.concat0(&[pool, bs, es], Some(total + 2 * g));
-        for (i, &k) in guarded.iter().enumerate() {
-            start_ix[k] = (total + i as u64) as i64;
-            stop_ix[k] = (total + g + i as u64) as i64;
-        }
+        let ix = (&mut start_ix, &mut stop_ix);
+        pool = guard(b, sliced, &guarded, (pool, total), ix, rt);
+        pool_len += 2 * guarded.len() as u64;
     }
-    let mut pool_len = total + 2 * guarded.len() as u64;
-    // ONNX Runtime reads a reverse Slice end of exactly INT32_MAX or INT64_MAX as running through
-    // element 0 (microsoft/onnxruntime#2272; issue 42, pattern G). A reverse end at or past
-    // `dim - 1` selects nothing in either op, so an end taken at run time is capped at
-    // `INT32_MAX - 1`: the same range for every dim up to the dim limit (2^31 - 1).
-    let capped: Vec<usize> = if ir {
-        Vec::new()
-    } else {
-        (0..sliced.len())
-            .filter(|&k| sliced[k].3 < 0 && matches!(sliced[k].2, Val::End(_)))
-            .collect()
-    };
-    if !capped.is_empty() {
-        let c = capped.len() as u64;
-        let ix: Vec<i64> = capped.iter().map(|&k| stop_ix[k]).collect();
-        let es = b.gather0(pool, "reverse_stop_index", &ix);
-        let cap = b.const_i64("reverse_stop_cap", &[i32::MAX as i64 - 1]);
-        let over = b.std_op("Less", &[cap, es], Vec::new(), rewrite::bool_vec(Some(c)));
-        let es = b.std_op("Where", &[over, cap, es], Vec::new(), v(c));
-        pool = b.concat0(&[pool, es], Some(pool_len + c));
-        for (i, &k) in capped.iter().enumerate() {
-            stop_ix[k] = (pool_len + i as u64) as i64;
-        }
-        pool_len += c;
+    if !ir {
+        let ix = (&mut start_ix, &mut stop_ix);
+        (pool, pool_len) = cap_reverse_stops(b, sliced, (pool, pool_len), ix);
     }
     debug_assert!(start_ix
         .iter()
@@ -255,6 +124,114 @@ fn dynamic_bounds(
     Ok((start, stop))
 }
 
+/// ONNX Runtime reads a reverse Slice end of exactly INT32_MAX or INT64_MAX as running through
+/// element 0 (microsoft/onnxruntime#2272; issue 42, pattern G). A reverse end at or past
+/// `dim - 1` selects nothing in either op, so each end of `sliced` taken at run time on a
+/// reverse range is capped at `INT32_MAX - 1`: the same range for every dim up to the dim limit
+/// (2^31 - 1). Appends the capped ends to the pool of `len` elements, points `stop_ix` at them
+/// and returns the new pool and its length.
+fn cap_reverse_stops(
+    b: &mut Builder,
+    sliced: &[SliceAxis],
+    (pool, len): (OutletId, u64),
+    (_, stop_ix): (&mut Vec<i64>, &mut Vec<i64>),
+) -> (OutletId, u64) {
+    let capped: Vec<usize> = (0..sliced.len())
+        .filter(|&k| sliced[k].3 < 0 && matches!(sliced[k].2, Val::End(_)))
+        .collect();
+    if capped.is_empty() {
+        return (pool, len);
+    }
+    let v = |n: u64| rewrite::i64_vec(Some(n));
+    let c = capped.len() as u64;
+    let ix: Vec<i64> = capped.iter().map(|&k| stop_ix[k]).collect();
+    let es = b.gather0(pool, "reverse_stop_index", &ix);
+    let cap = b.const_i64("reverse_stop_cap", &[i32::MAX as i64 - 1]);
+    let over = b.std_op("Less", &[cap, es], Vec::new(), rewrite::bool_vec(Some(c)));
+    let es = b.std_op("Where", &[over, cap, es], Vec::new(), v(c));
+    let pool = b.concat0(&[pool, es], Some(len + c));
+    for (i, &k) in capped.iter().enumerate() {
+        stop_ix[k] = (len + i as u64) as i64;
+    }
+    (pool, len + c)
+}
+
+/// The guarded ranges of `sliced` (indices `guarded`), TensorFlow reverse ranges: their start
+/// and stop become 0:0 at run time where the begin lies below `-dim`. Appends those to the
+/// pool of `total` elements and points `start_ix`/`stop_ix` at them; returns the new pool.
+fn guard(
+    b: &mut Builder,
+    sliced: &[SliceAxis],
+    guarded: &[usize],
+    (pool, total): (OutletId, u64),
+    (start_ix, stop_ix): (&mut Vec<i64>, &mut Vec<i64>),
+    rt: &RunTime,
+) -> OutletId {
+    let v = |n: u64| rewrite::i64_vec(Some(n));
+    // TensorFlow selects nothing from a reverse begin below -dim: there start and stop
+    // become 0:0 (empty under Slice clamping), elsewhere they stay.
+    let g = guarded.len() as u64;
+    let pick = |ix: &[i64]| guarded.iter().map(|&k| ix[k]).collect::<Vec<i64>>();
+    let bs = b.gather0(pool, "guard_start_index", &pick(start_ix));
+    let es = b.gather0(pool, "guard_stop_index", &pick(stop_ix));
+    let axes: Vec<usize> = guarded.iter().map(|&k| sliced[k].0).collect();
+    let d = b.dims_at_run_time(rt.data, &rt.dims, &axes);
+    let neg = b.std_op("Neg", &[d], Vec::new(), v(g));
+    let below = b.std_op("Less", &[bs, neg], Vec::new(), rewrite::bool_vec(Some(g)));
+    let zero = b.const_i64("zero", &[0]);
+    let bs = b.std_op("Where", &[below, zero, bs], Vec::new(), v(g));
+    let es = b.std_op("Where", &[below, zero, es], Vec::new(), v(g));
+    let pool = b.concat0(&[pool, bs, es], Some(total + 2 * g));
+    for (i, &k) in guarded.iter().enumerate() {
+        start_ix[k] = (total + i as u64) as i64;
+        stop_ix[k] = (total + g + i as u64) as i64;
+    }
+    pool
+}
+
+/// `begin + 1` for each element of `begin` (of length `nb`), except where it is -1 (the last
+/// element): `INT64_MAX`.
+fn after_begin(b: &mut Builder, begin: OutletId, nb: u64) -> OutletId {
+    let ir = b.format == Format::OpenVino;
+    let v = |n: u64| rewrite::i64_vec(Some(n));
+    let one = b.const_i64("one", &[1]);
+    let minus_one = b.const_i64("minus_one", &[-1]);
+    // OpenVINO's CPU plugin computes this Select in f32 and narrows to i32 (2^31 - 2
+    // comes out as -2^31): 2^30 is exact there and past the end of any dim it runs.
+    let max = b.const_i64("last", &[if ir { 1 << 30 } else { i64::MAX }]);
+    let plus = b.std_op("Add", &[begin, one], Vec::new(), v(nb));
+    let last = b.std_op(
+        "Equal",
+        &[begin, minus_one],
+        Vec::new(),
+        rewrite::bool_vec(Some(nb)),
+    );
+    let sel = if ir { "Select" } else { "Where" };
+    b.std_op(sel, &[last, max, plus], Vec::new(), v(nb))
+}
+
+/// The elements kept by the run-time shrinks of `rt` and the next ones: `kept = min(max(b < 0
+/// ? b + dim : b, 0), dim - 1)`, with `b` the shrink's begin and `dim` its axis' size at run
+/// time; then `kept + 1`.
+fn kept_shrinks(b: &mut Builder, begin: OutletId, rt: &RunTime) -> (OutletId, OutletId) {
+    let m = rt.shrinks.len() as u64;
+    let v = |n: u64| rewrite::i64_vec(Some(n));
+    let js: Vec<i64> = rt.shrinks.iter().map(|&(j, _)| j as i64).collect();
+    let axes: Vec<usize> = rt.shrinks.iter().map(|&(_, a)| a).collect();
+    let bs = b.gather0(begin, "shrink_begin_index", &js);
+    let d = b.dims_at_run_time(rt.data, &rt.dims, &axes);
+    let zero = b.const_i64("zero", &[0]);
+    let one = b.const_i64("one", &[1]);
+    let neg = b.std_op("Less", &[bs, zero], Vec::new(), rewrite::bool_vec(Some(m)));
+    let wrapped = b.std_op("Add", &[bs, d], Vec::new(), v(m));
+    let norm = b.std_op("Select", &[neg, wrapped, bs], Vec::new(), v(m));
+    let low = b.std_op("Maximum", &[norm, zero], Vec::new(), v(m));
+    let last = b.std_op("Subtract", &[d, one], Vec::new(), v(m));
+    let kept = b.std_op("Minimum", &[low, last], Vec::new(), v(m));
+    let after = b.std_op("Add", &[kept, one], Vec::new(), v(m));
+    (kept, after)
+}
+
 /// What the bounds computed at run time need besides the parameters: the OpenVINO shrinks
 /// whose index is taken at run time, `(j, axis)` for a shrink of `begin[j]` on input `axis`,
 /// and the data input with its known dims (for dims at run time).
@@ -262,15 +239,6 @@ struct RunTime {
     shrinks: Vec<(usize, usize)>,
     data: OutletId,
     dims: Vec<Option<u64>>,
-}
-
-/// How the output is reshaped after the Slice.
-enum Shaping {
-    None,
-    /// Target, and whether its zeros are literal (`allowzero` 1 / `special_zero` false).
-    Reshape(Vec<i64>, bool),
-    /// Squeeze these axes of the Slice output, then unsqueeze these axes of the result.
-    SqueezeUnsqueeze(Vec<i64>, Vec<i64>),
 }
 
 /// Lowers every StridedSlice of `model`.
@@ -327,6 +295,8 @@ fn slice_plan(axes: &[SliceAxis], rank: usize) -> std::result::Result<SlicePlan,
         .map_err(|e| format!("internal: the Slice built is invalid: {e}"))
 }
 
+/// Lowers StridedSlice `ix`: decode, plan ([`semantics::lowering`]), validate, emit, report.
+/// `Err` says why it is left as is.
 fn lower_node(
     graph: &mut Graph,
     ix: NodeIndex,
@@ -338,325 +308,277 @@ fn lower_node(
         return Err("left as is: Slice with steps needs ONNX opset 10 or later".into());
     }
     let sn = slice_node::decode(graph, ix, op).map_err(|e| format!("left as is: {e}"))?;
-    let constant = sn.plan.is_constant();
-    // Per plan entry, the begin/end elements it reads, when some are taken at run time.
-    let sources: Vec<(Option<usize>, Option<usize>)> = if constant {
-        vec![(None, None); sn.plan.axes.len()]
-    } else {
+    let facts = Facts::of(graph, &sn, op)?;
+    let sources = facts.sources(&sn);
+    let input = LoweringInput {
+        plan: &sn.plan,
+        sources: &sources,
+        dims: &facts.dims,
+        lower: &facts.lower,
+        clamp: op.clamp(),
+        clamp_runtime_shrinks: format == Format::OpenVino,
+        literal_zeros: format == Format::OpenVino || opset >= 14,
+        onnx_slice: format == Format::Onnx,
+    };
+    let low = semantics::lowering(&input).map_err(|e| e.to_string())?;
+    let validated = validate(&low, &facts, sn.plan.input_rank)?;
+    let cx = Emit {
+        ix,
+        sn: &sn,
+        facts: &facts,
+        low: &low,
+        ir: format == Format::OpenVino,
+        opset,
+    };
+    let (last, parts) = emit(graph, format, &cx)?;
+    Ok(finish(graph, &cx, last, &parts, validated))
+}
+
+/// What `lower_node` knows of a StridedSlice's input besides its plan.
+struct Facts {
+    /// Whether begin, end and strides are all constant.
+    constant: bool,
+    /// Per input axis, the dim when known.
+    dims: Vec<Option<u64>>,
+    /// Per input axis, the smallest value its declared dim can take.
+    lower: Vec<u64>,
+    /// The declared input shape (unknown dims when none is declared).
+    in_shape: Vec<DeclaredDim>,
+    /// The input dims when all are known.
+    static_dims: Option<Vec<u64>>,
+    /// What the StridedSlice selects, when its input is static and its parameters constant.
+    old_sel: Option<rewrite::Selection>,
+}
+
+impl Facts {
+    /// The facts of `sn`'s input. Validates the old node first: an invalid one (shrink out
+    /// of range...) is left alone.
+    fn of(
+        graph: &Graph,
+        sn: &slice_node::SliceNode,
+        op: SliceOp,
+    ) -> std::result::Result<Facts, String> {
+        let constant = sn.plan.is_constant();
+        let rank = sn.plan.input_rank;
+        let dims = rewrite::known_dims(graph, sn.data).unwrap_or_else(|| vec![None; rank]);
+        let declared = slice_node::declared_shape(graph, sn.data);
+        let lower = (0..rank)
+            .map(|axis| match declared.as_ref().and_then(|s| s.get(axis)) {
+                Some(DeclaredDim::Known(v)) | Some(DeclaredDim::Interval(v, _)) => *v,
+                _ => 0,
+            })
+            .collect();
+        let in_shape = declared.unwrap_or_else(|| vec![DeclaredDim::Unknown; rank]);
+        let static_dims: Option<Vec<u64>> = dims.iter().copied().collect();
+        let old_sel = match &static_dims {
+            Some(d) if constant => Some(
+                rewrite::select(&sn.plan, d, op.clamp()).map_err(|e| format!("left as is: {e}"))?,
+            ),
+            _ => None,
+        };
+        Ok(Facts {
+            constant,
+            dims,
+            lower,
+            in_shape,
+            static_dims,
+            old_sel,
+        })
+    }
+
+    /// Per plan entry, the begin/end elements it reads, when some are taken at run time.
+    fn sources(&self, sn: &slice_node::SliceNode) -> Vec<(Option<usize>, Option<usize>)> {
+        if self.constant {
+            return vec![(None, None); sn.plan.axes.len()];
+        }
         let p = &sn.provenance;
         p.begin.iter().copied().zip(p.end.iter().copied()).collect()
-    };
-    let lens = if constant {
-        (0, 0)
-    } else {
-        (sn.provenance.len, sn.provenance.len)
-    };
-    let clamp = op.clamp();
-    let rank = sn.plan.input_rank;
-    let dims = rewrite::known_dims(graph, sn.data).unwrap_or_else(|| vec![None; rank]);
-    let in_shape = slice_node::declared_shape(graph, sn.data)
-        .unwrap_or_else(|| vec![DeclaredDim::Unknown; rank]);
-    let static_dims: Option<Vec<u64>> = dims.iter().copied().collect();
-    // Validate the old node first: an invalid one (shrink out of range...) is left alone.
-    let old_sel = match &static_dims {
-        Some(d) if constant => {
-            Some(rewrite::select(&sn.plan, d, clamp).map_err(|e| format!("left as is: {e}"))?)
-        }
-        _ => None,
-    };
-
-    let mut sliced: Vec<SliceAxis> = Vec::new();
-    let mut slice_out = in_shape.clone();
-    // Output dims with the input axis each one comes from (None: a new axis).
-    let mut out_dims: Vec<(DeclaredDim, Option<usize>)> = Vec::new();
-    let mut shrunk: Vec<i64> = Vec::new();
-    let mut new_axes: Vec<i64> = Vec::new();
-    let mut runtime_shrinks: Vec<(usize, usize)> = Vec::new();
-    let mut any_guarded = false;
-    let err = |e: semantics::SliceError| format!("left as is: {e}");
-    for (entry, &(begin_src, end_src)) in sn.plan.axes.iter().zip(&sources) {
-        let dynamic = begin_src.is_some() || end_src.is_some();
-        match *entry {
-            AxisPlan::NewAxis => {
-                new_axes.push(out_dims.len() as i64);
-                out_dims.push((DeclaredDim::Known(1), None));
-            }
-            AxisPlan::Range {
-                axis,
-                begin,
-                end,
-                step,
-                ..
-            } => {
-                let s = step.ok_or(
-                    "left as is: non-constant strides (the edge a mask stands for depends on \
-                     the stride's sign, and so does the clamping)",
-                )?;
-                if let (Some(d), false) = (dims[axis], dynamic) {
-                    let ResolvedAxis::Range {
-                        start, step, len, ..
-                    } = rewrite::resolve_entry(*entry, d, clamp).map_err(err)?
-                    else {
-                        return Err("internal: a range resolved to something else".into());
-                    };
-                    if let Some((a, b, c)) = rewrite::exact_range(start, step, len, d) {
-                        sliced.push((axis, Val::Const(a), Val::Const(b), c, false));
-                    }
-                    slice_out[axis] = DeclaredDim::Known(len);
-                    out_dims.push((DeclaredDim::Known(len), Some(axis)));
-                } else if begin == Bound::Edge && end == Bound::Edge && s == 1 && !dynamic {
-                    out_dims.push((in_shape[axis].clone(), Some(axis)));
-                } else if provably_empty(begin, end, s)
-                    || (format == Format::Onnx && reverse_max_end_is_empty(end, s))
-                {
-                    // Empty whatever the dim: said as 0:0, which no runtime reads otherwise
-                    // (ONNX Runtime, for one, takes an end of INT64_MAX on a reverse range as
-                    // "to the start").
-                    sliced.push((axis, Val::Const(0), Val::Const(0), 1, false));
-                    slice_out[axis] = DeclaredDim::Known(0);
-                    out_dims.push((DeclaredDim::Known(0), Some(axis)));
-                } else if format == Format::Onnx
-                    && s < 0
-                    && matches!(end, Bound::Index(e) if e == i64::MAX || e == i32::MAX as i64)
-                {
-                    return Err(
-                        "left as is: a reverse range ending at INT32_MAX on an axis of \
-                                unknown size, with no dim limit: ONNX Runtime reads such an end \
-                                of a Slice as running through element 0 \
-                                (microsoft/onnxruntime#2272)"
-                            .into(),
-                    );
-                } else {
-                    // TensorFlow selects nothing from a reverse begin below -dim, Slice the
-                    // first element: such a range is guarded with the dim at run time.
-                    let guarded = clamp == Clamp::Tf
-                        && s < 0
-                        && (begin == Bound::Dynamic
-                            || rewrite::clamp_ambiguity(
-                                begin,
-                                s,
-                                rewrite::lower_bound(graph, sn.data, axis),
-                            )
-                            .is_some());
-                    any_guarded |= guarded;
-                    let val = |b: Bound, is_begin: bool, src: Option<usize>| match (b, src) {
-                        (Bound::Dynamic, Some(j)) if is_begin => Ok(Val::Begin(j)),
-                        (Bound::Dynamic, Some(j)) => Ok(Val::End(j)),
-                        _ => rewrite::bound_value(b, is_begin, s)
-                            .map(Val::Const)
-                            .ok_or("internal: a non-constant bound without its source"),
-                    };
-                    sliced.push((
-                        axis,
-                        val(begin, true, begin_src)?,
-                        val(end, false, end_src)?,
-                        s,
-                        guarded,
-                    ));
-                    slice_out[axis] = DeclaredDim::Unknown;
-                    out_dims.push((DeclaredDim::Unknown, Some(axis)));
-                }
-            }
-            AxisPlan::Shrink {
-                axis, index: None, ..
-            } => {
-                let j = begin_src.ok_or("internal: a non-constant shrink without its source")?;
-                shrunk.push(axis as i64);
-                if format == Format::OpenVino {
-                    // OpenVINO clamps an out-of-range shrink index into the axis (the CPU
-                    // plugin, and the spec of begin); a Slice i:i+1 would select nothing.
-                    let k = runtime_shrinks.len();
-                    runtime_shrinks.push((j, axis));
-                    sliced.push((axis, Val::Kept(k), Val::AfterKept(k), 1, false));
-                } else {
-                    sliced.push((axis, Val::Begin(j), Val::AfterBegin(j), 1, false));
-                }
-                slice_out[axis] = DeclaredDim::Known(1);
-            }
-            AxisPlan::Shrink {
-                axis,
-                index: Some(i),
-                ..
-            } => {
-                shrunk.push(axis as i64);
-                if let Some(d) = dims[axis] {
-                    let ResolvedAxis::Shrink { index, .. } =
-                        rewrite::resolve_entry(*entry, d, clamp).map_err(err)?
-                    else {
-                        return Err("internal: a shrink resolved to something else".into());
-                    };
-                    if d != 1 {
-                        sliced.push((
-                            axis,
-                            Val::Const(index as i64),
-                            Val::Const(index as i64 + 1),
-                            1,
-                            false,
-                        ));
-                    }
-                } else {
-                    sliced.push((
-                        axis,
-                        Val::Const(i),
-                        Val::Const(if i == -1 {
-                            i64::MAX
-                        } else {
-                            i.saturating_add(1)
-                        }),
-                        1,
-                        false,
-                    ));
-                }
-                slice_out[axis] = DeclaredDim::Known(1);
-            }
-        }
     }
 
-    // Empty ranges first: tract 0.23 mis-optimizes a multi-axis Slice where a later axis of
-    // size 1 becomes empty (PushSliceUp); the order of axes does not change a Slice's meaning.
-    sliced.sort_by_key(|a| (a.1 != a.2 || a.1.constant().is_none(), a.0));
-
-    // The Reshape target: known dims, 0 where the dim is copied from the same position, one -1.
-    let shaping = if shrunk.is_empty() && new_axes.is_empty() {
-        Shaping::None
-    } else {
-        // No `-1`: runtimes cannot infer it when the tensor is empty (a dynamic dim may be 0),
-        // so a dim that is neither known nor copied in place falls back to Squeeze/Unsqueeze.
-        let mut target = Vec::with_capacity(out_dims.len());
-        let mut ok = true;
-        for (j, (d, src)) in out_dims.iter().enumerate() {
-            match d {
-                DeclaredDim::Known(v) if *v > 0 => target.push(*v as i64),
-                _ if *src == Some(j) => target.push(0),
-                _ => ok = false,
-            }
+    /// A lowered dim as declared.
+    fn declared(&self, d: LoweredDim) -> DeclaredDim {
+        match d {
+            LoweredDim::Known(v) => DeclaredDim::Known(v),
+            LoweredDim::Unknown => DeclaredDim::Unknown,
+            LoweredDim::Input(axis) => self.in_shape[axis].clone(),
         }
-        let all_known = out_dims
-            .iter()
-            .all(|(d, _)| matches!(d, DeclaredDim::Known(_)));
-        let literal_ok = format == Format::OpenVino || opset >= 14;
-        if ok {
-            Shaping::Reshape(target, false)
-        } else if all_known && literal_ok {
-            // Every dim known but a 0 sits where no copy can give it: literal zeros.
-            let t = out_dims
-                .iter()
-                .map(|(d, _)| match d {
-                    DeclaredDim::Known(v) => *v as i64,
-                    _ => 0,
-                })
-                .collect();
-            Shaping::Reshape(t, true)
+    }
+}
+
+/// Translation validation on the index tensor, when the input is static and the parameters
+/// constant: whether it ran (`Err` when the lowering selects something else).
+fn validate(low: &Lowering, facts: &Facts, rank: usize) -> std::result::Result<bool, String> {
+    let (Some(d), Some(old)) = (&facts.static_dims, &facts.old_sel) else {
+        return Ok(false);
+    };
+    let plan = slice_plan(&low.sliced, rank)?;
+    let (idx, shape) =
+        rewrite::select(&plan, d, Clamp::Ov).map_err(|e| format!("left as is: {e}"))?;
+    let shape = match &low.shaping {
+        Shaping::None => Ok(shape),
+        Shaping::Reshape(t, literal) => eval::reshape_target(&shape, t, !literal),
+        Shaping::SqueezeUnsqueeze(sq, un) => {
+            let s = if sq.is_empty() {
+                Ok(shape)
+            } else {
+                eval::squeeze_shape(&shape, sq)
+            };
+            s.and_then(|s| {
+                if un.is_empty() {
+                    Ok(s)
+                } else {
+                    eval::unsqueeze_shape(&s, un)
+                }
+            })
+        }
+    }
+    .map_err(|e| format!("left as is: translation validation: {e}"))?;
+    rewrite::compare(old, &(idx, shape)).map_err(|e| format!("left as is: {e}"))?;
+    Ok(true)
+}
+
+/// What `emit` builds from.
+struct Emit<'a> {
+    ix: NodeIndex,
+    sn: &'a slice_node::SliceNode,
+    facts: &'a Facts,
+    low: &'a Lowering,
+    ir: bool,
+    opset: i64,
+}
+
+/// The names and values of the nodes `emit` builds: the last one takes the StridedSlice's
+/// name and output value, the others get fresh ones.
+struct Outputs {
+    remaining: usize,
+    slot: Option<Value>,
+    final_name: Text,
+}
+
+impl Outputs {
+    fn next(&mut self) -> (Option<Text>, Option<Value>) {
+        self.remaining -= 1;
+        if self.remaining == 0 {
+            (Some(self.final_name.clone()), self.slot.take())
         } else {
-            Shaping::SqueezeUnsqueeze(shrunk.clone(), new_axes.clone())
+            (None, None)
         }
-    };
-
-    // Translation validation on the index tensor.
-    let mut validated = false;
-    if let (Some(d), Some(old)) = (&static_dims, &old_sel) {
-        let plan = slice_plan(&sliced, rank)?;
-        let (idx, shape) =
-            rewrite::select(&plan, d, Clamp::Ov).map_err(|e| format!("left as is: {e}"))?;
-        let shape = match &shaping {
-            Shaping::None => Ok(shape),
-            Shaping::Reshape(t, literal) => eval::reshape_target(&shape, t, !literal),
-            Shaping::SqueezeUnsqueeze(sq, un) => {
-                let s = if sq.is_empty() {
-                    Ok(shape)
-                } else {
-                    eval::squeeze_shape(&shape, sq)
-                };
-                s.and_then(|s| {
-                    if un.is_empty() {
-                        Ok(s)
-                    } else {
-                        eval::unsqueeze_shape(&s, un)
-                    }
-                })
-            }
-        }
-        .map_err(|e| format!("left as is: translation validation: {e}"))?;
-        rewrite::compare(old, &(idx, shape)).map_err(|e| format!("left as is: {e}"))?;
-        validated = true;
     }
+}
 
-    // Build.
-    let old = graph.node(ix).clone();
+/// Builds the Slice and the reshaping nodes beside `cx.ix`: the last one built and the op
+/// types built (empty when the StridedSlice selects its whole input).
+fn emit(
+    graph: &mut Graph,
+    format: Format,
+    cx: &Emit,
+) -> std::result::Result<(Option<NodeIndex>, Vec<&'static str>), String> {
+    let old = graph.node(cx.ix);
     let out_value = old
         .outputs
         .first()
         .cloned()
         .ok_or("left as is: the node has no output")?;
-    let ir = format == Format::OpenVino;
-    let mut b = Builder::new(graph, format, ix);
-    let mut cur: OutletId = sn.data;
-    let mut last: Option<NodeIndex> = None;
-    let mut parts: Vec<&str> = Vec::new();
-    let n_reshape_nodes = match &shaping {
+    let n_reshape_nodes = match &cx.low.shaping {
         Shaping::None => 0,
         Shaping::Reshape(..) => 1,
         Shaping::SqueezeUnsqueeze(s, u) => usize::from(!s.is_empty()) + usize::from(!u.is_empty()),
     };
-    let mut remaining = usize::from(!sliced.is_empty()) + n_reshape_nodes;
-    let mut out_slot = Some(out_value);
-    let final_name = old.name.clone();
-    let next = |remaining: &mut usize, slot: &mut Option<crate::ir::Value>| {
-        *remaining -= 1;
-        if *remaining == 0 {
-            (Some(final_name.clone()), slot.take())
-        } else {
-            (None, None)
-        }
+    let mut outs = Outputs {
+        remaining: usize::from(!cx.low.sliced.is_empty()) + n_reshape_nodes,
+        slot: Some(out_value),
+        final_name: old.name.clone(),
     };
-    if !sliced.is_empty() {
-        let col = |f: fn(&SliceAxis) -> i64| -> Vec<i64> { sliced.iter().map(f).collect() };
-        let (start, stop) = if constant && !any_guarded {
-            let c = |v: Val| v.constant().unwrap_or(0);
-            let start = b.const_i64("start", &sliced.iter().map(|a| c(a.1)).collect::<Vec<_>>());
-            let stop = b.const_i64("stop", &sliced.iter().map(|a| c(a.2)).collect::<Vec<_>>());
-            (start, stop)
-        } else {
-            let param = |port: Option<usize>| {
-                port.and_then(|p| b.graph.input(ix, p))
-                    .ok_or("left as is: begin or end missing")
-            };
-            let params = if constant {
-                None
-            } else {
-                Some((param(sn.ports.begin)?, param(sn.ports.end)?))
-            };
-            let rt = RunTime {
-                shrinks: runtime_shrinks,
-                data: sn.data,
-                dims: dims.clone(),
-            };
-            dynamic_bounds(&mut b, &sliced, params, lens, &rt)?
-        };
-        let step = b.const_i64("step", &col(|a| a.3));
-        let axes = b.const_i64("axes", &col(|a| a.0 as i64));
-        let inputs = if ir {
-            [Some(cur), Some(start), Some(stop), Some(step), Some(axes)]
-        } else {
-            [Some(cur), Some(start), Some(stop), Some(axes), Some(step)]
-        };
-        let (name, out) = next(&mut remaining, &mut out_slot);
-        let ty = rewrite::ty_like(b.graph, sn.data, Some(slice_out.clone()));
-        let node = b.op(
-            name.map(Into::into),
-            slice_node::SLICE,
-            if ir { "opset8" } else { "" },
-            &inputs,
-            Vec::new(),
-            out,
-            ty,
-        );
+    let mut b = Builder::new(graph, format, cx.ix);
+    let mut cur: OutletId = cx.sn.data;
+    let mut last: Option<NodeIndex> = None;
+    let mut parts: Vec<&'static str> = Vec::new();
+    if !cx.low.sliced.is_empty() {
+        let node = emit_slice(&mut b, cx, &mut outs)?;
         cur = OutletId { node, port: 0 };
         last = Some(node);
         parts.push(slice_node::SLICE);
     }
-    let out_shape: Vec<DeclaredDim> = out_dims.iter().map(|(d, _)| d.clone()).collect();
-    match &shaping {
+    emit_shaping(&mut b, cx, &mut outs, cur, &mut last, &mut parts);
+    Ok((last, parts))
+}
+
+/// The Slice node, its bounds constant or gathered at run time ([`dynamic_bounds`]).
+fn emit_slice(
+    b: &mut Builder,
+    cx: &Emit,
+    outs: &mut Outputs,
+) -> std::result::Result<NodeIndex, String> {
+    let sliced = &cx.low.sliced;
+    let col = |f: fn(&SliceAxis) -> i64| -> Vec<i64> { sliced.iter().map(f).collect() };
+    let (start, stop) = if cx.facts.constant && !cx.low.any_guarded {
+        let c = |v: Val| v.constant().unwrap_or(0);
+        let start = b.const_i64("start", &sliced.iter().map(|a| c(a.1)).collect::<Vec<_>>());
+        let stop = b.const_i64("stop", &sliced.iter().map(|a| c(a.2)).collect::<Vec<_>>());
+        (start, stop)
+    } else {
+        let param = |b: &Builder, port: Option<usize>| {
+            port.and_then(|p| b.graph.input(cx.ix, p))
+                .ok_or("left as is: begin or end missing")
+        };
+        let (params, lens) = if cx.facts.constant {
+            (None, (0, 0))
+        } else {
+            let params = (param(b, cx.sn.ports.begin)?, param(b, cx.sn.ports.end)?);
+            let len = cx.sn.provenance.len;
+            (Some(params), (len, len))
+        };
+        let rt = RunTime {
+            shrinks: cx.low.runtime_shrinks.clone(),
+            data: cx.sn.data,
+            dims: cx.facts.dims.clone(),
+        };
+        dynamic_bounds(b, sliced, params, lens, &rt)?
+    };
+    let step = b.const_i64("step", &col(|a| a.3));
+    let axes = b.const_i64("axes", &col(|a| a.0 as i64));
+    let cur = Some(cx.sn.data);
+    let inputs = if cx.ir {
+        [cur, Some(start), Some(stop), Some(step), Some(axes)]
+    } else {
+        [cur, Some(start), Some(stop), Some(axes), Some(step)]
+    };
+    let (name, out) = outs.next();
+    let slice_out = cx
+        .low
+        .slice_out
+        .iter()
+        .map(|&d| cx.facts.declared(d))
+        .collect();
+    let ty = rewrite::ty_like(b.graph, cx.sn.data, Some(slice_out));
+    Ok(b.op(
+        name.map(Into::into),
+        slice_node::SLICE,
+        if cx.ir { "opset8" } else { "" },
+        &inputs,
+        Vec::new(),
+        out,
+        ty,
+    ))
+}
+
+/// The Reshape, or the Squeeze and Unsqueeze, after `cur` (the Slice or the data input).
+fn emit_shaping(
+    b: &mut Builder,
+    cx: &Emit,
+    outs: &mut Outputs,
+    cur: OutletId,
+    last: &mut Option<NodeIndex>,
+    parts: &mut Vec<&'static str>,
+) {
+    let (ir, opset) = (cx.ir, cx.opset);
+    let out_shape: Vec<DeclaredDim> = cx
+        .low
+        .out_dims
+        .iter()
+        .map(|&(d, _)| cx.facts.declared(d))
+        .collect();
+    match &cx.low.shaping {
         Shaping::None => {}
         Shaping::Reshape(target, literal) => {
             let t = b.const_i64("shape", target);
@@ -668,8 +590,8 @@ fn lower_node(
             } else {
                 Vec::new()
             };
-            let (name, out) = next(&mut remaining, &mut out_slot);
-            let ty = rewrite::ty_like(b.graph, sn.data, Some(out_shape.clone()));
+            let (name, out) = outs.next();
+            let ty = rewrite::ty_like(b.graph, cx.sn.data, Some(out_shape));
             let node = b.op(
                 name.map(Into::into),
                 "Reshape",
@@ -679,83 +601,110 @@ fn lower_node(
                 out,
                 ty,
             );
-            last = Some(node);
+            *last = Some(node);
             parts.push("Reshape");
         }
         Shaping::SqueezeUnsqueeze(sq, un) => {
-            for (op_type, axes) in [("Squeeze", sq), ("Unsqueeze", un)] {
-                if axes.is_empty() {
-                    continue;
-                }
-                let (name, out) = next(&mut remaining, &mut out_slot);
-                let shape = if op_type == "Squeeze" {
-                    slice_out
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, _)| !axes.contains(&(*i as i64)))
-                        .map(|(_, d)| d.clone())
-                        .collect()
-                } else {
-                    out_shape.clone()
-                };
-                let ty = rewrite::ty_like(b.graph, sn.data, Some(shape));
-                let node = if ir || opset >= 13 {
-                    let a = b.const_i64("axes", axes);
-                    b.op(
-                        name.map(Into::into),
-                        op_type,
-                        if ir { "opset1" } else { "" },
-                        &[Some(cur), Some(a)],
-                        Vec::new(),
-                        out,
-                        ty,
-                    )
-                } else {
-                    b.op(
-                        name.map(Into::into),
-                        op_type,
-                        "",
-                        &[Some(cur)],
-                        vec![("axes".to_string(), Attr::Ints(axes.clone()))],
-                        out,
-                        ty,
-                    )
-                };
-                cur = OutletId { node, port: 0 };
-                last = Some(node);
-                parts.push(op_type);
-            }
+            emit_squeeze_unsqueeze(b, cx, outs, (sq, un), cur, last, parts, &out_shape)
         }
     }
+}
+
+/// The Squeeze of `sq` then the Unsqueeze of `un` (each only when it has axes) after `cur`.
+#[allow(clippy::too_many_arguments)]
+fn emit_squeeze_unsqueeze(
+    b: &mut Builder,
+    cx: &Emit,
+    outs: &mut Outputs,
+    (sq, un): (&Vec<i64>, &Vec<i64>),
+    mut cur: OutletId,
+    last: &mut Option<NodeIndex>,
+    parts: &mut Vec<&'static str>,
+    out_shape: &[DeclaredDim],
+) {
+    let (ir, opset) = (cx.ir, cx.opset);
+    for (op_type, axes) in [("Squeeze", sq), ("Unsqueeze", un)] {
+        if axes.is_empty() {
+            continue;
+        }
+        let (name, out) = outs.next();
+        let shape = if op_type == "Squeeze" {
+            (cx.low.slice_out.iter().enumerate())
+                .filter(|(i, _)| !axes.contains(&(*i as i64)))
+                .map(|(_, &d)| cx.facts.declared(d))
+                .collect()
+        } else {
+            out_shape.to_vec()
+        };
+        let ty = rewrite::ty_like(b.graph, cx.sn.data, Some(shape));
+        let node = if ir || opset >= 13 {
+            let a = b.const_i64("axes", axes);
+            b.op(
+                name.map(Into::into),
+                op_type,
+                if ir { "opset1" } else { "" },
+                &[Some(cur), Some(a)],
+                Vec::new(),
+                out,
+                ty,
+            )
+        } else {
+            b.op(
+                name.map(Into::into),
+                op_type,
+                "",
+                &[Some(cur)],
+                vec![("axes".to_string(), Attr::Ints(axes.clone()))],
+                out,
+                ty,
+            )
+        };
+        cur = OutletId { node, port: 0 };
+        *last = Some(node);
+        parts.push(op_type);
+    }
+}
+
+/// Puts the nodes built in the StridedSlice's place (or removes it when it selects its whole
+/// input) and says what was done.
+fn finish(
+    graph: &mut Graph,
+    cx: &Emit,
+    last: Option<NodeIndex>,
+    parts: &[&str],
+    validated: bool,
+) -> String {
     let note = if validated {
         ""
-    } else if !constant {
+    } else if !cx.facts.constant {
         " (begin/end not constant: Slice bounds gathered from them; not validated)"
     } else {
         " (input shape not static: not validated)"
     };
-    match last {
-        Some(last) => {
-            let last = rewrite::take_over(graph, ix, last);
-            if sliced.is_empty() && parts.len() == 1 {
-                graph.lowered_shaping.insert(last);
-                let base = format!("{}{}", graph.node(last).name, rewrite::LOWERED_MARK);
-                let marked = graph.unique_name(&base);
-                let n = graph.node_mut(last);
-                n.name = marked.into();
-                n.dirty = true;
-            }
-            let fallback = if matches!(shaping, Shaping::SqueezeUnsqueeze(..)) {
-                ": a Reshape cannot express the new/removed axes (dims unknown), Squeeze/Unsqueeze used"
-            } else {
-                ""
-            };
-            Ok(format!("lowered to {}{fallback}{note}", parts.join(" + ")))
-        }
-        None => {
-            graph.redirect(OutletId { node: ix, port: 0 }, sn.data);
-            graph.remove_node_lazily(ix);
-            Ok(format!("removed: it selects the whole input{note}"))
-        }
+    let Some(last) = last else {
+        graph.redirect(
+            OutletId {
+                node: cx.ix,
+                port: 0,
+            },
+            cx.sn.data,
+        );
+        graph.remove_node_lazily(cx.ix);
+        return format!("removed: it selects the whole input{note}");
+    };
+    let last = rewrite::take_over(graph, cx.ix, last);
+    if cx.low.sliced.is_empty() && parts.len() == 1 {
+        graph.lowered_shaping.insert(last);
+        let base = format!("{}{}", graph.node(last).name, rewrite::LOWERED_MARK);
+        let marked = graph.unique_name(&base);
+        let n = graph.node_mut(last);
+        n.name = marked.into();
+        n.dirty = true;
     }
+    let fallback = if matches!(cx.low.shaping, Shaping::SqueezeUnsqueeze(..)) {
+        ": a Reshape cannot express the new/removed axes (dims unknown), Squeeze/Unsqueeze used"
+    } else {
+        ""
+    };
+    format!("lowered to {}{fallback}{note}", parts.join(" + "))
 }

@@ -21,6 +21,7 @@ use crate::ir::{Attr, Graph, NodeKind, OutletId};
 use crate::ops::eval;
 use crate::passes::rewrite::{self, Builder};
 use crate::report::{Change, PassReport};
+use crate::semantics::raising::{self, align, norm_axes, shape_after, Ent, Ev};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, Flavour, ResolvedAxis, StridedSliceSpec};
 use crate::shape::slice_node::{self, SliceOp};
 
@@ -74,47 +75,11 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     Ok(())
 }
 
-/// One StridedSlice entry for an input axis kept as a range.
-#[derive(Clone, Copy)]
-struct Ent {
-    begin: i64,
-    end: i64,
-    stride: i64,
-    begin_mask: bool,
-    end_mask: bool,
-    /// The begin is element `j` of the Slice's starts input (taken at run time).
-    begin_src: Option<usize>,
-    /// The end is element `j` of the Slice's ends input.
-    end_src: Option<usize>,
-}
-
-/// What happens to the axes after the Slice, in output order.
-#[derive(Clone, Copy, PartialEq)]
-enum Ev {
-    Keep(usize),
-    Remove(usize),
-    New,
-}
-
 fn const_ints(graph: &Graph, node: NodeIndex, port: usize) -> Option<Option<Vec<i64>>> {
     match graph.input(node, port) {
         None => Some(None),
         Some(o) => graph.constant_at(o)?.to_i64_vec().map(Some),
     }
-}
-
-fn norm_axes(axes: &[i64], rank: usize) -> Option<Vec<usize>> {
-    let mut v: Vec<usize> = axes
-        .iter()
-        .map(|&a| {
-            let a = if a < 0 { a + rank as i64 } else { a };
-            (0..rank as i64).contains(&a).then_some(a as usize)
-        })
-        .collect::<Option<_>>()?;
-    v.sort_unstable();
-    let n = v.len();
-    v.dedup();
-    (v.len() == n).then_some(v)
 }
 
 /// Events of a follow-up node, or `None` when it cannot be absorbed.
@@ -203,41 +168,8 @@ fn axes_unknown_all(removed: &[usize], out_dims: &[Option<u64>]) -> bool {
     removed.iter().any(|&i| out_dims[i] != Some(1))
 }
 
-fn shape_after(dims: &[u64], evs: &[Ev]) -> Vec<u64> {
-    evs.iter()
-        .filter_map(|e| match e {
-            Ev::Keep(i) => Some(dims[*i]),
-            Ev::New => Some(1),
-            Ev::Remove(_) => None,
-        })
-        .collect()
-}
-
-/// Aligns `input` and `output` dims that differ only by size-1 axes.
-fn align(input: &[u64], output: &[u64]) -> Option<Vec<Ev>> {
-    let (mut i, mut j) = (0, 0);
-    let mut evs = Vec::new();
-    while i < input.len() || j < output.len() {
-        match (input.get(i), output.get(j)) {
-            (Some(a), Some(b)) if a == b => {
-                evs.push(Ev::Keep(i));
-                i += 1;
-                j += 1;
-            }
-            (Some(1), _) => {
-                evs.push(Ev::Remove(i));
-                i += 1;
-            }
-            (_, Some(1)) => {
-                evs.push(Ev::New);
-                j += 1;
-            }
-            _ => return None,
-        }
-    }
-    Some(evs)
-}
-
+/// Raises Slice `ix` (with the reshaping after it when it can): decode, entries, follow-up,
+/// parameters, then [`build_strided`]. `Err` says why it is left as is.
 fn raise_node(
     graph: &mut Graph,
     ix: NodeIndex,
@@ -269,6 +201,40 @@ fn raise_node(
         }
         None => None,
     };
+    let (ents, single, out_dims) = slice_entries(graph, ix, &sn, op, &dims, ir)?;
+    let (follow, evs, kept_note) = follow_up(graph, ix, &out_dims, &single, format);
+    let params = match prov {
+        None => None,
+        Some(prov) => Some(run_time_params(graph, ix, &sn, prov, &ents, &dims, ir)?),
+    };
+    let src = Source {
+        data: sn.data,
+        rank,
+        flavour,
+        clamp,
+        static_dims,
+        old_sel,
+        ents,
+        single,
+        slice: Some(ix),
+        params,
+    };
+    build_strided(graph, src, follow, evs, format, kept_note)
+}
+
+/// The StridedSlice entry of each axis of Slice `ix`, the element each selects when it selects
+/// exactly one (`single`), and the Slice's output dims where known.
+#[allow(clippy::type_complexity)]
+fn slice_entries(
+    graph: &Graph,
+    ix: NodeIndex,
+    sn: &slice_node::SliceNode,
+    op: SliceOp,
+    dims: &[Option<u64>],
+    ir: bool,
+) -> std::result::Result<(Vec<Ent>, Vec<Option<i64>>, Vec<Option<u64>>), String> {
+    let rank = sn.plan.input_rank;
+    let prov = (!sn.plan.is_constant()).then_some(&sn.provenance);
     let declared_out = rewrite::known_dims(graph, OutletId { node: ix, port: 0 });
     let mut ents = Vec::with_capacity(rank);
     let mut single: Vec<Option<i64>> = Vec::with_capacity(rank);
@@ -294,35 +260,7 @@ fn raise_node(
             else {
                 return Err("internal: a range resolved to something else".into());
             };
-            ents.push(match rewrite::exact_range(start, step, len, d) {
-                None => Ent {
-                    begin: 0,
-                    end: 0,
-                    stride: 1,
-                    begin_mask: true,
-                    end_mask: true,
-                    begin_src: None,
-                    end_src: None,
-                },
-                Some((a, i64::MIN, c)) => Ent {
-                    begin: a,
-                    end: 0,
-                    stride: c,
-                    begin_mask: false,
-                    end_mask: true,
-                    begin_src: None,
-                    end_src: None,
-                },
-                Some((a, b, c)) => Ent {
-                    begin: a,
-                    end: b,
-                    stride: c,
-                    begin_mask: false,
-                    end_mask: false,
-                    begin_src: None,
-                    end_src: None,
-                },
-            });
+            ents.push(exact_ent(rewrite::exact_range(start, step, len, d)));
             single.push((len == 1).then_some(start));
             out_dims.push(Some(len));
         } else {
@@ -368,64 +306,87 @@ fn raise_node(
             );
         }
     }
+    Ok((ents, single, out_dims))
+}
 
-    // An absorbable follow-up: the Slice's only consumer, a Reshape/Squeeze/Unsqueeze.
+/// The entry of an exact range ([`rewrite::exact_range`]; `None`: the whole axis).
+fn exact_ent(range: Option<(i64, i64, i64)>) -> Ent {
+    let ent = |begin, end, stride, begin_mask, end_mask| Ent {
+        begin,
+        end,
+        stride,
+        begin_mask,
+        end_mask,
+        begin_src: None,
+        end_src: None,
+    };
+    match range {
+        None => ent(0, 0, 1, true, true),
+        Some((a, i64::MIN, c)) => ent(a, 0, c, false, true),
+        Some((a, b, c)) => ent(a, b, c, false, false),
+    }
+}
+
+/// An absorbable follow-up of Slice `ix`: its only consumer, a Reshape/Squeeze/Unsqueeze, with
+/// its events; else no follow-up, every axis kept, and a note when one was there but is kept.
+fn follow_up(
+    graph: &Graph,
+    ix: NodeIndex,
+    out_dims: &[Option<u64>],
+    single: &[Option<i64>],
+    format: Format,
+) -> (Option<NodeIndex>, Vec<Ev>, &'static str) {
+    let keep_all = (0..out_dims.len()).map(Ev::Keep).collect();
     let consumers = graph.consumers(OutletId { node: ix, port: 0 });
-    let mut follow: Option<NodeIndex> = None;
-    let mut evs: Vec<Ev> = (0..rank).map(Ev::Keep).collect();
-    let mut kept_note = "";
-    if let [(c, 0)] = consumers.as_slice() {
-        if is_shaping(graph, *c, format) {
-            match follow_events(graph, *c, &out_dims, &single, format) {
-                Some((e, _)) => {
-                    evs = e;
-                    follow = Some(*c);
-                }
-                None => kept_note = " (the reshaping node after it is kept: not only size-1 axes, or not known to be)",
-            }
+    let [(c, 0)] = consumers.as_slice() else {
+        return (None, keep_all, "");
+    };
+    if !is_shaping(graph, *c, format) {
+        return (None, keep_all, "");
+    }
+    match follow_events(graph, *c, out_dims, single, format) {
+        Some((e, _)) => (Some(*c), e, ""),
+        None => (
+            None,
+            keep_all,
+            " (the reshaping node after it is kept: not only size-1 axes, or not known to be)",
+        ),
+    }
+}
+
+/// The Slice's starts and ends taken at run time, for the StridedSlice's begin and end.
+fn run_time_params(
+    graph: &Graph,
+    ix: NodeIndex,
+    sn: &slice_node::SliceNode,
+    prov: &semantics::Provenance,
+    ents: &[Ent],
+    dims: &[Option<u64>],
+    ir: bool,
+) -> std::result::Result<Params, String> {
+    let input = |port: Option<usize>| {
+        port.and_then(|p| graph.input(ix, p))
+            .ok_or("left as is: starts or ends missing")
+    };
+    // Per element, the input axis it slices (entry `a` of a Slice plan is axis `a`).
+    let n = prov.len;
+    let mut axes = vec![0; n];
+    for (a, p) in prov.begin.iter().enumerate() {
+        if let Some(j) = p {
+            axes[*j] = a;
         }
     }
-    let params = match prov {
-        None => None,
-        Some(prov) => {
-            let input = |port: Option<usize>| {
-                port.and_then(|p| graph.input(ix, p))
-                    .ok_or("left as is: starts or ends missing")
-            };
-            // Per element, the input axis it slices (entry `a` of a Slice plan is axis `a`).
-            let n = prov.len;
-            let mut axes = vec![0; n];
-            for (a, p) in prov.begin.iter().enumerate() {
-                if let Some(j) = p {
-                    axes[*j] = a;
-                }
-            }
-            // TensorFlow clamps a reverse begin below -dim to -1 (nothing selected), Slice to
-            // the first element: such begins are raised to -dim first.
-            let clamp_begin = !ir && ents.iter().any(|e| e.begin_src.is_some() && e.stride < 0);
-            Some(Params {
-                start: input(sn.ports.begin)?,
-                stop: input(sn.ports.end)?,
-                n,
-                axes,
-                dims: dims.clone(),
-                clamp_begin,
-            })
-        }
-    };
-    let src = Source {
-        data: sn.data,
-        rank,
-        flavour,
-        clamp,
-        static_dims,
-        old_sel,
-        ents,
-        single,
-        slice: Some(ix),
-        params,
-    };
-    build_strided(graph, src, follow, evs, format, kept_note)
+    // TensorFlow clamps a reverse begin below -dim to -1 (nothing selected), Slice to the
+    // first element: such begins are raised to -dim first.
+    let clamp_begin = !ir && ents.iter().any(|e| e.begin_src.is_some() && e.stride < 0);
+    Ok(Params {
+        start: input(sn.ports.begin)?,
+        stop: input(sn.ports.end)?,
+        n,
+        axes,
+        dims: dims.to_vec(),
+        clamp_begin,
+    })
 }
 
 /// True when `ix` is a one-output `Reshape`/`Squeeze`/`Unsqueeze` of the standard domain.
@@ -580,6 +541,98 @@ fn assemble(
     Ok(b.gather0(all, &format!("{what}_index"), &idx))
 }
 
+/// What [`emit_strided`] builds from.
+struct Strided<'a> {
+    data: OutletId,
+    spec: &'a StridedSliceSpec,
+    evs: &'a [Ev],
+    ents: &'a [Ent],
+    params: Option<&'a Params>,
+    ir: bool,
+}
+
+/// Builds the StridedSlice of `cx.spec` (its begin and end assembled at run time where the
+/// Slice's are) and puts it in the place of `last`.
+fn emit_strided(
+    graph: &mut Graph,
+    format: Format,
+    last: NodeIndex,
+    cx: &Strided,
+) -> std::result::Result<(), String> {
+    let out_value = graph
+        .node(last)
+        .outputs
+        .first()
+        .cloned()
+        .ok_or("left as is: no output")?;
+    let name = graph.node(last).name.clone();
+    let col = |f: &dyn Fn(usize) -> i64| -> Vec<i64> { (0..cx.evs.len()).map(f).collect() };
+    let begin = col(&|i| cx.spec.begin[i].unwrap_or(0));
+    let end = col(&|i| cx.spec.end[i].unwrap_or(0));
+    let stride = col(&|i| cx.spec.strides.as_ref().and_then(|s| s[i]).unwrap_or(1));
+    let masks: Vec<(&str, Vec<i64>)> = [
+        ("begin_mask", &cx.spec.begin_mask),
+        ("end_mask", &cx.spec.end_mask),
+        ("new_axis_mask", &cx.spec.new_axis_mask),
+        ("shrink_axis_mask", &cx.spec.shrink_axis_mask),
+        ("ellipsis_mask", &cx.spec.ellipsis_mask),
+    ]
+    .into_iter()
+    .map(|(n, m)| (n, m.iter().map(|&b| i64::from(b)).collect()))
+    .collect();
+    let src_of = |f: fn(&Ent) -> Option<usize>| -> Vec<Option<usize>> {
+        cx.evs
+            .iter()
+            .map(|e| match e {
+                Ev::Keep(a) => f(&cx.ents[*a]),
+                _ => None,
+            })
+            .collect()
+    };
+    let (begin_src, end_src) = (src_of(|e| e.begin_src), src_of(|e| e.end_src));
+    let mut b = Builder::new(graph, format, last);
+    let bc = match cx.params {
+        Some(p) if begin_src.iter().any(Option::is_some) => {
+            let clamp_data = p.clamp_begin.then_some(cx.data);
+            Some(assemble(
+                &mut b, p, p.start, clamp_data, "begin", &begin, &begin_src,
+            )?)
+        }
+        _ => None,
+    };
+    let bc = bc.unwrap_or_else(|| b.const_i64("begin", &begin));
+    let ec = match cx.params {
+        Some(p) if end_src.iter().any(Option::is_some) => {
+            Some(assemble(&mut b, p, p.stop, None, "end", &end, &end_src)?)
+        }
+        _ => None,
+    };
+    let ec = ec.unwrap_or_else(|| b.const_i64("end", &end));
+    let sc = b.const_i64("strides", &stride);
+    let attrs = masks
+        .iter()
+        .map(|(n, m)| {
+            let v = if cx.ir {
+                rewrite::ov_list(m)
+            } else {
+                Attr::Int(m.iter().enumerate().map(|(i, &x)| x << i).sum::<i64>())
+            };
+            (n.to_string(), v)
+        })
+        .collect();
+    let node = b.op(
+        Some(name.into()),
+        slice_node::STRIDED_SLICE,
+        if cx.ir { "opset1" } else { TF_DOMAIN },
+        &[Some(cx.data), Some(bc), Some(ec), Some(sc)],
+        attrs,
+        Some(out_value),
+        Default::default(),
+    );
+    let _ = rewrite::take_over(graph, last, node);
+    Ok(())
+}
+
 /// Builds the StridedSlice that replaces `src.slice` followed by `follow` (`evs` its events).
 fn build_strided(
     graph: &mut Graph,
@@ -604,38 +657,7 @@ fn build_strided(
     } = src;
 
     // The StridedSlice spec, one entry per event.
-    let mut spec = StridedSliceSpec::default();
-    let mut strides = Vec::new();
-    for e in &evs {
-        let (b, en, s, bm, em, na, sh) = match *e {
-            Ev::Keep(a) => {
-                let t = ents[a];
-                (
-                    t.begin,
-                    t.end,
-                    t.stride,
-                    t.begin_mask,
-                    t.end_mask,
-                    false,
-                    false,
-                )
-            }
-            Ev::Remove(a) => {
-                let i = single[a].ok_or("internal: removed axis without an index")?;
-                (i, i.saturating_add(1), 1, false, false, false, true)
-            }
-            Ev::New => (0, 0, 1, false, false, true, false),
-        };
-        spec.begin.push(Some(b));
-        spec.end.push(Some(en));
-        strides.push(Some(s));
-        spec.begin_mask.push(bm);
-        spec.end_mask.push(em);
-        spec.new_axis_mask.push(na);
-        spec.shrink_axis_mask.push(sh);
-        spec.ellipsis_mask.push(false);
-    }
-    spec.strides = Some(strides);
+    let spec = raising::spec(&evs, &ents, &single)?;
     if !ir && evs.len() > 63 {
         return Err("left as is: more than 63 entries do not fit TensorFlow mask bits".into());
     }
@@ -651,79 +673,17 @@ fn build_strided(
         validated = true;
     }
 
-    // Build.
     let follow_op = follow.map(|f| graph.node(f).op_type.clone());
+    let cx = Strided {
+        data,
+        spec: &spec,
+        evs: &evs,
+        ents: &ents,
+        params: params.as_ref(),
+        ir,
+    };
     let last = follow.or(slice).ok_or("internal: nothing to replace")?;
-    let out_value = graph
-        .node(last)
-        .outputs
-        .first()
-        .cloned()
-        .ok_or("left as is: no output")?;
-    let name = graph.node(last).name.clone();
-    let col = |f: &dyn Fn(usize) -> i64| -> Vec<i64> { (0..evs.len()).map(f).collect() };
-    let begin = col(&|i| spec.begin[i].unwrap_or(0));
-    let end = col(&|i| spec.end[i].unwrap_or(0));
-    let stride = col(&|i| spec.strides.as_ref().and_then(|s| s[i]).unwrap_or(1));
-    let masks: Vec<(&str, Vec<i64>)> = [
-        ("begin_mask", &spec.begin_mask),
-        ("end_mask", &spec.end_mask),
-        ("new_axis_mask", &spec.new_axis_mask),
-        ("shrink_axis_mask", &spec.shrink_axis_mask),
-        ("ellipsis_mask", &spec.ellipsis_mask),
-    ]
-    .into_iter()
-    .map(|(n, m)| (n, m.iter().map(|&b| i64::from(b)).collect()))
-    .collect();
-    let src_of = |f: fn(&Ent) -> Option<usize>| -> Vec<Option<usize>> {
-        evs.iter()
-            .map(|e| match e {
-                Ev::Keep(a) => f(&ents[*a]),
-                _ => None,
-            })
-            .collect()
-    };
-    let (begin_src, end_src) = (src_of(|e| e.begin_src), src_of(|e| e.end_src));
-    let mut b = Builder::new(graph, format, last);
-    let bc = match &params {
-        Some(p) if begin_src.iter().any(Option::is_some) => {
-            let clamp_data = p.clamp_begin.then_some(data);
-            Some(assemble(
-                &mut b, p, p.start, clamp_data, "begin", &begin, &begin_src,
-            )?)
-        }
-        _ => None,
-    };
-    let bc = bc.unwrap_or_else(|| b.const_i64("begin", &begin));
-    let ec = match &params {
-        Some(p) if end_src.iter().any(Option::is_some) => {
-            Some(assemble(&mut b, p, p.stop, None, "end", &end, &end_src)?)
-        }
-        _ => None,
-    };
-    let ec = ec.unwrap_or_else(|| b.const_i64("end", &end));
-    let sc = b.const_i64("strides", &stride);
-    let attrs = masks
-        .iter()
-        .map(|(n, m)| {
-            let v = if ir {
-                rewrite::ov_list(m)
-            } else {
-                Attr::Int(m.iter().enumerate().map(|(i, &x)| x << i).sum::<i64>())
-            };
-            (n.to_string(), v)
-        })
-        .collect();
-    let node = b.op(
-        Some(name.into()),
-        slice_node::STRIDED_SLICE,
-        if ir { "opset1" } else { TF_DOMAIN },
-        &[Some(data), Some(bc), Some(ec), Some(sc)],
-        attrs,
-        Some(out_value),
-        Default::default(),
-    );
-    let _ = rewrite::take_over(graph, last, node);
+    emit_strided(graph, format, last, &cx)?;
     if let (Some(_), Some(s)) = (follow, slice) {
         graph.remove_node_lazily(s);
     }

@@ -6,6 +6,9 @@
 //! - [`resolve`]: plan + input dims ([`Dim`] or `u64`) → output dims, or per-axis
 //!   `start/step/len` ([`ResolvedAxis`]) for folding.
 //! - [`mod@gather`]: plan + concrete dims → the flat input indices selected, in output order.
+//! - [`mod@lowering`]: a StridedSlice plan → one Slice and at most one reshaping, as data (what pass
+//!   `lower` builds).
+//! - [`raising`]: a Slice and the reshaping after it → one StridedSlice spec (pass `raise`).
 //!
 //! The behaviour follows the runtimes (TensorFlow 2.21, OpenVINO 2026.4 shape inference, ONNX
 //! Runtime / ONNX reference majority) as recorded in `tests/data/*.jsonl.gz`; see
@@ -15,12 +18,15 @@ pub mod decode;
 pub mod dim;
 pub mod disagree;
 pub mod gather;
+pub mod lowering;
 pub mod plan;
+pub mod raising;
 pub mod resolve;
 
 pub use decode::{onnx_slice, ov_slice8, strided_slice, Flavour, StridedSliceSpec};
 pub use dim::{Dim, Symbol};
 pub use gather::{gather, gather_resolved, Runs, DEFAULT_MAX_ELEMENTS};
+pub use lowering::{lowering, Lowering, LoweringInput};
 pub use plan::{AxisPlan, Bound, Provenance, SlicePlan};
 pub use resolve::{
     output_shape, range_dim_sym, resolve_concrete, resolve_dims, resolve_dims_sym, Clamp,

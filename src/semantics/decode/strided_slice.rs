@@ -192,6 +192,30 @@ pub fn strided_slice_with_provenance(
     flavour: Flavour,
     input_rank: usize,
 ) -> Result<(SlicePlan, Provenance), SliceError> {
+    check_lists(spec, flavour)?;
+    let mut entries = spec_entries(spec, flavour)?;
+    if !entries.iter().any(|e| matches!(e, Entry::Ellipsis)) {
+        entries.push(Entry::Ellipsis);
+    }
+    let used = entries
+        .iter()
+        .filter(|e| matches!(e, Entry::Shrink(..) | Entry::Range(..)))
+        .count();
+    if used > input_rank {
+        return Err(SliceError::TooManyAxes {
+            used,
+            rank: input_rank,
+        });
+    }
+    let checks = match flavour {
+        Flavour::Ov => ov_slice_plan_checks(spec, input_rank, used),
+        Flavour::Tf => Vec::new(),
+    };
+    Ok(place(entries, input_rank, used, &checks, spec.begin.len()))
+}
+
+/// The list lengths and the ellipsis count of `spec`, checked.
+fn check_lists(spec: &StridedSliceSpec, flavour: Flavour) -> Result<(), SliceError> {
     let m = spec.begin.len();
     if spec.end.len() != m {
         return Err(SliceError::LengthMismatch {
@@ -226,7 +250,12 @@ pub fn strided_slice_with_provenance(
     if spec.ellipsis_mask.iter().filter(|&&b| b).count() > 1 {
         return Err(SliceError::SeveralEllipses);
     }
+    Ok(())
+}
 
+/// One entry per element of `spec`'s lists, masks applied.
+fn spec_entries(spec: &StridedSliceSpec, flavour: Flavour) -> Result<Vec<Entry>, SliceError> {
+    let m = spec.begin.len();
     let mut entries = Vec::with_capacity(m + 1);
     for i in 0..m {
         let stride = match &spec.strides {
@@ -271,23 +300,19 @@ pub fn strided_slice_with_provenance(
         };
         entries.push(entry);
     }
-    if !entries.iter().any(|e| matches!(e, Entry::Ellipsis)) {
-        entries.push(Entry::Ellipsis);
-    }
-    let used = entries
-        .iter()
-        .filter(|e| matches!(e, Entry::Shrink(..) | Entry::Range(..)))
-        .count();
-    if used > input_rank {
-        return Err(SliceError::TooManyAxes {
-            used,
-            rank: input_rank,
-        });
-    }
-    let checks = match flavour {
-        Flavour::Ov => ov_slice_plan_checks(spec, input_rank, used),
-        Flavour::Tf => Vec::new(),
-    };
+    Ok(entries)
+}
+
+/// The plan entries of `entries` on an input of `input_rank` (`used` of its axes addressed,
+/// the ellipsis taking the others) and where each reads its begin and end (of lists of
+/// length `m`).
+fn place(
+    entries: Vec<Entry>,
+    input_rank: usize,
+    used: usize,
+    checks: &[Option<i64>],
+    m: usize,
+) -> (SlicePlan, Provenance) {
     let check_of = |axis: usize| checks.get(axis).copied().flatten();
     let mut axes = Vec::with_capacity(entries.len() + input_rank);
     let mut prov = Provenance {
@@ -342,7 +367,7 @@ pub fn strided_slice_with_provenance(
         prov.begin.push(from_begin);
         prov.end.push(from_end);
     }
-    Ok((SlicePlan { input_rank, axes }, prov))
+    (SlicePlan { input_rank, axes }, prov)
 }
 
 /// OpenVINO StridedSlice-1: the entries where its CPU plugin and its reference evaluation (what
