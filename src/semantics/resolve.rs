@@ -918,6 +918,61 @@ mod tests {
     }
 
     #[test]
+    fn unknown_begins_and_ends_with_bounds_give_the_exact_interval() {
+        // Issue 42, pattern E: a begin and an end known only by their bounds (OpenVINO's
+        // `evaluate_lower/upper` of `ShapeOf(x) - c`), on a known dim or an interval dim: the
+        // output is exactly the interval of the lengths over every begin, end and dim in their
+        // bounds (brute force through the concrete rule), for both clamping rules.
+        let vals = [
+            (-8, -3),
+            (-5, 4),
+            (-1, 0),
+            (0, 0),
+            (0, 6),
+            (2, 9),
+            (-9, 9),
+            (3, 3),
+        ];
+        let dims = [(0, 0), (3, 3), (7, 7), (0, 5), (2, 8), (6, 9)];
+        for &(bl, bh) in &vals {
+            for &(el, eh) in &vals {
+                for &(dl, dh) in &dims {
+                    for step in [1i64, 2, 3, -1, -2, -3] {
+                        for clamp in [Clamp::Ov, Clamp::Tf] {
+                            let (mut lo, mut hi) = (u64::MAX, 0);
+                            for d in dl..=dh {
+                                for b in bl..=bh {
+                                    for e in el..=eh {
+                                        let (_, len) = range_concrete(
+                                            d as i128,
+                                            Bound::Index(b),
+                                            Bound::Index(e),
+                                            step,
+                                            clamp,
+                                        )
+                                        .unwrap();
+                                        lo = lo.min(len as u64);
+                                        hi = hi.max(len as u64);
+                                    }
+                                }
+                            }
+                            let p =
+                                |l: i64, h: i64| SymBound::Index(Dim::unknown_bounded(l, Some(h)));
+                            let d = Dim::unknown_bounded(dl, Some(dh));
+                            let got = range_dim_sym(&d, &p(bl, bh), &p(el, eh), Some(step), clamp);
+                            assert_eq!(
+                                got.bounds(),
+                                (Some(lo as i64), Some(hi as i64)),
+                                "d {dl}..{dh} b {bl}..{bh} e {el}..{eh} step {step} {clamp:?}: {got}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn unknown_dims_get_exact_intervals() {
         // OpenVINO type_prop: x[2:8] on `?` is 0..6; x[-7:] on `?` is 0..7.
         let p = onnx_slice(&[Some(2)], &[Some(8)], None, None, 1, 13).unwrap();
