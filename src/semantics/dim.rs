@@ -513,8 +513,9 @@ impl Lin {
                             if slope == 0 {
                                 continue;
                             }
-                            // floor(-fp / slope): `div_euclid` by a negative divisor rounds
-                            // up, which skipped the point before the root.
+                            // t = floor(-fp / slope), rounded down for either sign of the
+                            // slope (`(-fp).div_euclid(slope)` rounds up for a negative one:
+                            // min(-2N, N - 22) peaks at N = 7, not 8).
                             let t = if slope > 0 {
                                 (-fp).div_euclid(slope)
                             } else {
