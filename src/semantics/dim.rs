@@ -1855,6 +1855,30 @@ impl fmt::Display for Dim {
 mod tests {
     use super::*;
 
+    /// A root of a decreasing piece between two integers: both neighbours are breakpoints.
+    /// `x[2:N-5]` on `N` (OpenVINO clamping) built as `resolve` builds it: at N = 4 the end is
+    /// `-1`, i.e. 3, one element; the bound search once skipped N = 4 and dropped the arm that
+    /// holds there (dims_props seed eb18e384).
+    #[test]
+    fn breakpoints_of_a_falling_piece_include_the_point_before_its_root() {
+        let n = Dim::symbol_bounded("N", 0, Some(i32::MAX as i64));
+        let v = n.add_const(-5);
+        let zero = Dim::known(0);
+        let a = v.min(&n).max(&zero);
+        let b = v.add(&n).min(&n).max(&zero);
+        let m = i32::MAX as i64 + 2;
+        let s1 = v.mul_const(m).add_const(m).max(&zero).add_const(-1);
+        let s0 = v.neg().mul_const(m).max(&zero).add_const(-1);
+        let stop = a.min(&s1).max(&b.min(&s0));
+        let len = stop.add_const(-2).max(&zero);
+        for nv in 0..40i64 {
+            let end = if nv - 5 < 0 { 2 * nv - 5 } else { nv - 5 };
+            let want = (end.clamp(0, nv) - 2.min(nv)).max(0);
+            let got = len.eval(&HashMap::from([("N".to_string(), nv)]));
+            assert_eq!(got, Some(want), "N = {nv}: {len}");
+        }
+    }
+
     /// A constant has one form however it is reached (a value, an expression whose symbols
     /// cancel, a detour beyond `i64`): equal, hashed equally, printed as the number.
     #[test]

@@ -328,6 +328,9 @@ pub fn range_dim_sym(
         let (rlo, rhi) = r.bounds();
         return output_bounds(rlo, rhi);
     }
+    if let Some(r) = range_of_unknown_params(d, begin, end, step, clamp) {
+        return r;
+    }
     // The whole axis with step 1 (every axis a Slice does not name, `x[:]`, `x[0:INT64_MAX]`):
     // `d` itself, with no expression algebra (which would rebuild `max(d - 0, 0)` and simplify
     // it back). Every dim is at most i64::MAX, so an end of i64::MAX is the edge.
@@ -416,6 +419,92 @@ pub fn range_dim_sym(
         return output_bounds(lo, hi);
     }
     r
+}
+
+/// `[lo, hi]` of a begin or end that is an unknown value (with bounds: a value computed from an
+/// interval dim, OpenVINO's `evaluate_lower/upper`), split at its sign (negative values count
+/// from the end, so the length jumps there): one or two intervals. `None` for anything else.
+fn unknown_parts(b: &SymBound) -> Option<Vec<(i64, i64)>> {
+    let SymBound::Index(v) = b else {
+        return None;
+    };
+    if !v.is_unknown() {
+        return None;
+    }
+    let (lo, hi) = v.bounds();
+    let (lo, hi) = (lo.unwrap_or(i64::MIN), hi.unwrap_or(i64::MAX));
+    let mut parts = Vec::with_capacity(2);
+    if lo < 0 {
+        parts.push((lo, hi.min(-1)));
+    }
+    if hi >= 0 {
+        parts.push((lo.max(0), hi));
+    }
+    Some(parts)
+}
+
+/// The output dim of a range whose begin and/or end is an unknown value with bounds: the exact
+/// interval over every begin, end (and `d`) in their bounds. Within one sign of the begin and
+/// one of the end, the clamped start is non-decreasing in the begin and the clamped stop in the
+/// end (whatever `d`), so for a positive step the length is largest at (lowest begin, highest
+/// end) and smallest at (highest begin, lowest end), and the other way round for a negative
+/// step: each extreme is a range with constant parameters, whose range over `d` is exact.
+fn range_of_unknown_params(
+    d: &Dim,
+    begin: &SymBound,
+    end: &SymBound,
+    step: Option<i64>,
+    clamp: Clamp,
+) -> Option<Dim> {
+    let (bp, ep) = (unknown_parts(begin), unknown_parts(end));
+    if bp.is_none() && ep.is_none() {
+        return None;
+    }
+    let s = step.filter(|&s| s != 0)?;
+    // (low, high) ends of each part; a parameter that is not an unknown is its own ends.
+    let ends = |parts: Option<Vec<(i64, i64)>>, b: &SymBound| -> Vec<(SymBound, SymBound)> {
+        match parts {
+            Some(p) => p
+                .into_iter()
+                .map(|(lo, hi)| {
+                    (
+                        SymBound::Index(Dim::known(lo)),
+                        SymBound::Index(Dim::known(hi)),
+                    )
+                })
+                .collect(),
+            None => vec![(b.clone(), b.clone())],
+        }
+    };
+    let (bs, es) = (ends(bp, begin), ends(ep, end));
+    let (mut lo, mut hi): (Option<i64>, Option<i64>) = (None, Some(0));
+    for (b_lo, b_hi) in &bs {
+        for (e_lo, e_hi) in &es {
+            let (small, large) = if s > 0 {
+                (
+                    range_dim_sym(d, b_hi, e_lo, step, clamp),
+                    range_dim_sym(d, b_lo, e_hi, step, clamp),
+                )
+            } else {
+                (
+                    range_dim_sym(d, b_lo, e_hi, step, clamp),
+                    range_dim_sym(d, b_hi, e_lo, step, clamp),
+                )
+            };
+            let l = small.bounds().0.unwrap_or(0).max(0);
+            lo = Some(lo.map_or(l, |x: i64| x.min(l)));
+            hi = match (hi, large.bounds().1) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                _ => None,
+            };
+        }
+    }
+    // A range never selects more than the dim has.
+    let hi = match (hi, d.bounds().1) {
+        (Some(h), Some(dh)) => Some(h.min(dh)),
+        (h, dh) => h.or(dh),
+    };
+    Some(output_bounds(lo, hi))
 }
 
 /// Symbolic begin/end values for the `Dynamic` bounds of a plan, one pair per plan entry (in
@@ -826,6 +915,61 @@ mod tests {
         .unwrap();
         let out = resolve_dims_sym(&plan, &dims, Clamp::Ov, &params).unwrap();
         assert_eq!(out[1], Dim::unknown(), "{}", out[1]);
+    }
+
+    #[test]
+    fn unknown_begins_and_ends_with_bounds_give_the_exact_interval() {
+        // Issue 42, pattern E: a begin and an end known only by their bounds (OpenVINO's
+        // `evaluate_lower/upper` of `ShapeOf(x) - c`), on a known dim or an interval dim: the
+        // output is exactly the interval of the lengths over every begin, end and dim in their
+        // bounds (brute force through the concrete rule), for both clamping rules.
+        let vals = [
+            (-8, -3),
+            (-5, 4),
+            (-1, 0),
+            (0, 0),
+            (0, 6),
+            (2, 9),
+            (-9, 9),
+            (3, 3),
+        ];
+        let dims = [(0, 0), (3, 3), (7, 7), (0, 5), (2, 8), (6, 9)];
+        for &(bl, bh) in &vals {
+            for &(el, eh) in &vals {
+                for &(dl, dh) in &dims {
+                    for step in [1i64, 2, 3, -1, -2, -3] {
+                        for clamp in [Clamp::Ov, Clamp::Tf] {
+                            let (mut lo, mut hi) = (u64::MAX, 0);
+                            for d in dl..=dh {
+                                for b in bl..=bh {
+                                    for e in el..=eh {
+                                        let (_, len) = range_concrete(
+                                            d as i128,
+                                            Bound::Index(b),
+                                            Bound::Index(e),
+                                            step,
+                                            clamp,
+                                        )
+                                        .unwrap();
+                                        lo = lo.min(len as u64);
+                                        hi = hi.max(len as u64);
+                                    }
+                                }
+                            }
+                            let p =
+                                |l: i64, h: i64| SymBound::Index(Dim::unknown_bounded(l, Some(h)));
+                            let d = Dim::unknown_bounded(dl, Some(dh));
+                            let got = range_dim_sym(&d, &p(bl, bh), &p(el, eh), Some(step), clamp);
+                            assert_eq!(
+                                got.bounds(),
+                                (Some(lo as i64), Some(hi as i64)),
+                                "d {dl}..{dh} b {bl}..{bh} e {el}..{eh} step {step} {clamp:?}: {got}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
