@@ -22,9 +22,9 @@ use crate::formats::{Format, Model};
 use crate::ir::{Attr, DeclaredDim, Graph, OutletId};
 use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
-use crate::shape::slice_node::{self, SliceOp};
 use crate::report::{Change, PassReport};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, ResolvedAxis, SlicePlan};
+use crate::shape::slice_node::{self, SliceOp};
 use petgraph::stable_graph::NodeIndex;
 
 /// A Slice parameter: a constant, or taken at run time from the StridedSlice's own inputs.

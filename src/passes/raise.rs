@@ -20,9 +20,9 @@ use crate::formats::{Format, Model};
 use crate::ir::{Attr, Graph, NodeKind, OutletId};
 use crate::passes::eval;
 use crate::passes::rewrite::{self, Builder};
-use crate::shape::slice_node::{self, SliceOp};
 use crate::report::{Change, PassReport};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, Flavour, ResolvedAxis, StridedSliceSpec};
+use crate::shape::slice_node::{self, SliceOp};
 
 /// The ONNX custom domain of TensorFlow-style StridedSlice nodes.
 pub const TF_DOMAIN: &str = "org.tensorflow";

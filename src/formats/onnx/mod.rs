@@ -1945,12 +1945,13 @@ fn external_copies(
     let alt = crate::formats::fs::resolved_model_dir(from);
     let pair = |loc: &str| -> Result<(PathBuf, PathBuf)> {
         let src = tensor::resolve_location(&src_dir, loc).map_err(|m| fmt_err(from, m))?;
-        let src = crate::formats::fs::resolve_inside(&src, &src_dir, alt.as_deref()).map_err(|m| {
-            Error::Refused {
-                path: from.to_path_buf(),
-                message: format!("external data '{loc}': {m}"),
-            }
-        })?;
+        let src =
+            crate::formats::fs::resolve_inside(&src, &src_dir, alt.as_deref()).map_err(|m| {
+                Error::Refused {
+                    path: from.to_path_buf(),
+                    message: format!("external data '{loc}': {m}"),
+                }
+            })?;
         let dst = tensor::resolve_location(&dst_dir, loc).map_err(|m| fmt_err(to, m))?;
         Ok((src, dst))
     };
