@@ -6,6 +6,10 @@
 //! and, for each scan output, the body's value of every iteration stacked on a new axis 0, so a
 //! scan output's shape is `[iterations] + ` the body value's shape.
 //!
+//! `tools/loop_check.py` runs the same models in ONNX Runtime (output: `tools/loop_check.out`):
+//! `rows` is `[d0, 4]` for the first three at every size tried, `[4, 4]` for the early exit
+//! and `[10, 4]` for `M = 10` passed through.
+//!
 //! Every model here: `x: float[d0, 4]`, `M = Shape(x)[0]` (the scalar `d0`), a carried `acc:
 //! float[4]` summing the rows `x[i]` (captured `x`), and a scan output `row = x[i]` (`[4]` in
 //! every iteration). Only the condition differs.
