@@ -16,7 +16,6 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 use slice_opt::ir::DeclaredDim;
-use slice_opt::shape::slice_node::{from_dim, to_dim};
 use slice_opt::semantics::decode::{
     constant, onnx_slice_with_provenance, ov_slice8_with_provenance, strided_slice_with_provenance,
     TfMasks,
@@ -25,6 +24,7 @@ use slice_opt::semantics::{
     gather, onnx_slice, output_shape, ov_slice8, resolve_dims, resolve_dims_sym, strided_slice,
     Clamp, Dim, Flavour, Provenance, SlicePlan, StridedSliceSpec, SymParams,
 };
+use slice_opt::shape::slice_node::{from_dim, to_dim};
 
 fn index() -> impl Strategy<Value = i64> {
     prop_oneof![

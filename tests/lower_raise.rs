@@ -16,9 +16,9 @@ use prost::Message;
 use slice_opt::formats::onnx::{proto, OnnxModel};
 use slice_opt::formats::Format;
 use slice_opt::ir::NodeKind;
-use slice_opt::shape::slice_node;
 use slice_opt::pipeline::{PassKind, Pipeline, Report};
 use slice_opt::semantics;
+use slice_opt::shape::slice_node;
 use slice_opt::Model;
 
 fn load(m: &proto::ModelProto) -> Model {

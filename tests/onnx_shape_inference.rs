@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 
 use slice_opt::ir::DeclaredDim;
-use slice_opt::shape::slice_node::to_dim;
 use slice_opt::semantics::{onnx_slice, output_shape, resolve_dims, Clamp, Dim};
+use slice_opt::shape::slice_node::to_dim;
 
 /// A dim of ONNX's test: a value, a `dim_param`, or `None` (unnamed).
 #[derive(Clone, Copy, Debug)]

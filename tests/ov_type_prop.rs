@@ -13,8 +13,8 @@
 use std::io::Write;
 
 use slice_opt::passes::infer::infer_node;
-use slice_opt::shape::slice_node::{declared_shape, to_dim};
 use slice_opt::semantics::{output_shape, ov_slice8, Clamp};
+use slice_opt::shape::slice_node::{declared_shape, to_dim};
 use slice_opt::Model;
 
 const I32MAX: i64 = i32::MAX as i64;

@@ -209,7 +209,7 @@ impl Prover<'_> {
         }
         if o.port == 0 {
             if let Some(a) = self.leaves.get(&o.node) {
-                return Some(a.clone());
+                return self.fits(a.clone(), o);
             }
         }
         if let Some(v) = self.scalar(o) {
@@ -231,31 +231,45 @@ impl Prover<'_> {
                 let a = self.aff(from, depth + 1)?;
                 let to = DType::from_onnx_code(i32::try_from(n.attr_int("to")?).ok()?)?;
                 let (lo, hi) = exact_range(to)?;
-                let fits = self.ends().iter().all(|i| {
-                    let (l, h) = a.at(i).bounds();
-                    l.is_some_and(|l| l >= lo) && h.is_some_and(|h| h <= hi)
-                });
-                fits.then_some(a)
+                self.within(&a, lo, hi).then_some(a)
             }
             "Add" | "Sub" if integer(o) => {
                 let (x, y) = (
                     self.aff(input(0)?, depth + 1)?,
                     self.aff(input(1)?, depth + 1)?,
                 );
-                if n.op_type == "Add" {
-                    Some(Aff {
+                let sum = if n.op_type == "Add" {
+                    Aff {
                         base: x.base.add(&y.base),
                         coef: x.coef.checked_add(y.coef)?,
-                    })
+                    }
                 } else {
-                    Some(Aff {
+                    Aff {
                         base: x.base.sub(&y.base),
                         coef: x.coef.checked_sub(y.coef)?,
-                    })
-                }
+                    }
+                };
+                self.fits(sum, o)
             }
             _ => None,
         }
+    }
+
+    /// `a` if every value it takes in the range fits `o`'s integer type (no wrap-around).
+    fn fits(&self, a: Aff, o: OutletId) -> Option<Aff> {
+        let (lo, hi) = exact_range(self.facts.get(o).dtype?)?;
+        self.within(&a, lo, hi).then_some(a)
+    }
+
+    /// Every value of `a` in the range lies in `[lo, hi]` (affine: at both ends).
+    fn within(&self, a: &Aff, lo: i64, hi: i64) -> bool {
+        if (lo, hi) == (i64::MIN, i64::MAX) {
+            return true;
+        }
+        self.ends().iter().all(|i| {
+            let (l, h) = a.at(i).bounds();
+            l.is_some_and(|l| l >= lo) && h.is_some_and(|h| h <= hi)
+        })
     }
 }
 
