@@ -170,12 +170,17 @@ impl Pipeline {
         // has rewritten the graph since (`None`: not known, any slice may be open). Only an
         // open slice downstream of a folded node can gain from inferring again.
         let mut open: Option<Vec<NodeIndex>> = None;
+        // The `Loop` nodes, whose outputs `infer` gets from their bodies.
+        let loops = crate::subgraph::loops::Loops::of(model);
+        let holders = |g: &crate::ir::Graph, f: &crate::shape::Facts, ix| loops.rule(g, f, ix);
         for &pass in &self.passes {
             let start = Instant::now();
             let mut pr = PassReport::new(pass, self.details);
             match pass {
                 PassKind::Infer => {
-                    open = Some(crate::passes::infer::run_open(model, seeds, &mut pr)?)
+                    open = Some(crate::passes::infer::run_open(
+                        model, seeds, &holders, &mut pr,
+                    )?)
                 }
                 PassKind::Fold => {
                     let folded = crate::passes::fold::run_listing(model, self.fold_limit, &mut pr)?;
@@ -186,7 +191,9 @@ impl Pipeline {
                         Some(open) => reaches_any(model.graph(), &folded, open),
                     };
                     if self.passes.contains(&PassKind::Infer) && unlocked {
-                        open = Some(crate::passes::infer::run_open(model, seeds, &mut pr)?);
+                        open = Some(crate::passes::infer::run_open(
+                            model, seeds, &holders, &mut pr,
+                        )?);
                     }
                 }
                 PassKind::Cleanup => {

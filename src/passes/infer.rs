@@ -149,16 +149,18 @@ fn note_facts(
 /// Runs shape inference on every slice node of `model`. Invalid parameters are an error naming
 /// the node; a node whose input shape or parameters are unknown is reported as skipped.
 pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
-    run_open(model, &shape::Seeds::default(), report).map(|_| ())
+    run_open(model, &shape::Seeds::default(), &shape::no_holders, report).map(|_| ())
 }
 
 /// [`run`], also listing the slices left open: skipped, or with an output dim known only by
 /// its bounds. Only such a slice can gain from running again after `fold` (an exact dim,
 /// number or expression, is the same whatever folding did upstream). `seeds`: what is known
-/// about the graph's inputs from outside it (a subgraph body's).
+/// about the graph's inputs from outside it (a subgraph body's); `holders`: the outputs of
+/// nodes that hold bodies (`Loop`), which the layer above passes gives.
 pub(crate) fn run_open(
     model: &mut Model,
     seeds: &shape::Seeds,
+    holders: &shape::HolderRule,
     report: &mut PassReport,
 ) -> Result<Vec<petgraph::stable_graph::NodeIndex>> {
     let mut open = Vec::new();
@@ -166,7 +168,8 @@ pub(crate) fn run_open(
         .graph()
         .topo_order()
         .map_err(|c| Error::cycle(model.path(), c))?;
-    let mut facts = shape::propagate_ordered(model, &order, &|ix| seeds.get(&ix).cloned());
+    let mut facts =
+        shape::propagate_ordered_with(model, &order, &|ix| seeds.get(&ix).cloned(), holders);
     let mut declare = Declare::new(model.format());
     for ix in order {
         let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare) else {

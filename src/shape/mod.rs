@@ -500,11 +500,33 @@ pub fn propagate_ordered(
     order: &[NodeIndex],
     seed: &dyn Fn(NodeIndex) -> Option<Fact>,
 ) -> Facts {
+    propagate_ordered_with(model, order, seed, &no_holders)
+}
+
+/// The output facts of a node that holds subgraph bodies (ONNX `Loop`), which only the layer
+/// that reads bodies can give (`crate::subgraph::loops`): called with the graph, the facts of
+/// every node before it in the order, and the node; `None` for a node it has no rule for.
+/// Propagation itself never opens a body.
+pub type HolderRule<'a> = dyn Fn(&Graph, &Facts, NodeIndex) -> Option<Vec<Fact>> + 'a;
+
+/// A [`HolderRule`] that knows nothing.
+pub fn no_holders(_: &Graph, _: &Facts, _: NodeIndex) -> Option<Vec<Fact>> {
+    None
+}
+
+/// [`propagate_ordered`], the outputs of nodes that hold bodies given by `holders`.
+pub fn propagate_ordered_with(
+    model: &Model,
+    order: &[NodeIndex],
+    seed: &dyn Fn(NodeIndex) -> Option<Fact>,
+    holders: &HolderRule,
+) -> Facts {
     propagate_in(
         model.graph(),
         model.format(),
         model.onnx_opset(),
         seed,
+        holders,
         order,
     )
 }
@@ -526,8 +548,21 @@ pub(crate) fn propagate_seeded(
     onnx_opset: i64,
     seed: &dyn Fn(NodeIndex) -> Option<Fact>,
 ) -> std::result::Result<Facts, crate::ir::Cycle> {
+    propagate_seeded_with(graph, format, onnx_opset, seed, &no_holders)
+}
+
+/// [`propagate_seeded`], the outputs of nodes that hold bodies given by `holders`.
+pub(crate) fn propagate_seeded_with(
+    graph: &Graph,
+    format: Format,
+    onnx_opset: i64,
+    seed: &dyn Fn(NodeIndex) -> Option<Fact>,
+    holders: &HolderRule,
+) -> std::result::Result<Facts, crate::ir::Cycle> {
     let order = graph.topo_order()?;
-    Ok(propagate_in(graph, format, onnx_opset, seed, &order))
+    Ok(propagate_in(
+        graph, format, onnx_opset, seed, holders, &order,
+    ))
 }
 
 /// [`propagate_seeded`] along `order`, a topological order of `graph`.
@@ -536,6 +571,7 @@ fn propagate_in(
     format: Format,
     onnx_opset: i64,
     seed: &dyn Fn(NodeIndex) -> Option<Fact>,
+    holders: &HolderRule,
     order: &[NodeIndex],
 ) -> Facts {
     let mut facts = Facts {
@@ -577,6 +613,8 @@ fn propagate_in(
                 };
                 let mut computed = if node.op_type == "Parameter" {
                     seed(ix).into_iter().collect()
+                } else if let Some(out) = holders(graph, &facts, ix) {
+                    out
                 } else {
                     rule(&cx)
                 };

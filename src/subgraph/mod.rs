@@ -6,9 +6,11 @@
 //! - [`scope`]: the read-only listing of every graph of a model with its facts and path
 //!   (`check`, `info`);
 //! - [`seeds`]: what a body's inputs are known to be from outside it;
+//! - `loops`: the facts of `Loop` outputs, which propagation asks for at each `Loop`;
 //! - [`run`]: opening each body as a model of its own for a run of the passes, and writing the
 //!   changed bodies back. The pipeline drives it.
 
+pub(crate) mod loops;
 pub mod run;
 pub mod scope;
 pub mod seeds;

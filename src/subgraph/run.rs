@@ -228,14 +228,23 @@ pub(crate) fn write_back(model: &mut Model, written: Written, report: &mut Repor
     Ok(())
 }
 
-/// The facts of `graph` (itself seeded by `seeds` when it is a body).
+/// The facts of `graph` (itself seeded by `seeds` when it is a body; `loops`: its `Loop`
+/// nodes, whose outputs get what their bodies give).
 fn outer_facts(
     graph: &crate::ir::Graph,
     format: crate::formats::Format,
     opset: i64,
     seeds: &shape::Seeds,
+    loops: &super::loops::Loops,
 ) -> shape::Facts {
-    shape::propagate_seeded(graph, format, opset, &|ix| seeds.get(&ix).cloned()).unwrap_or_default()
+    shape::propagate_seeded_with(
+        graph,
+        format,
+        opset,
+        &|ix| seeds.get(&ix).cloned(),
+        &|g, f, ix| loops.rule(g, f, ix),
+    )
+    .unwrap_or_default()
 }
 
 /// Adds the body's report to the enclosing one, naming body nodes by their path.
@@ -356,7 +365,8 @@ impl<'m> OnnxBodies<'m> {
         }
         let opset = m.opset();
         let graph = &m.graph;
-        let facts = outer_facts(graph, crate::formats::Format::Onnx, opset, seeds);
+        let loops = super::loops::Loops::of_onnx(m);
+        let facts = outer_facts(graph, crate::formats::Format::Onnx, opset, seeds, &loops);
         let mut by_name: FastMap<&str, OutletId> = FastMap::default();
         for o in graph.g.node_indices() {
             for (port, v) in graph.node(o).outputs.iter().enumerate() {
@@ -589,7 +599,8 @@ impl<'m> OvBodies<'m> {
         if holders.is_empty() {
             return None;
         }
-        let facts = outer_facts(&m.graph, crate::formats::Format::OpenVino, 0, seeds);
+        let loops = super::loops::Loops::default();
+        let facts = outer_facts(&m.graph, crate::formats::Format::OpenVino, 0, seeds, &loops);
         Some(OvBodies {
             m,
             facts,

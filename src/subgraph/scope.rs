@@ -68,7 +68,15 @@ pub fn label(graph: &Graph, ix: NodeIndex) -> String {
 /// order of the nodes that hold them).
 pub fn scopes(model: &Model) -> Vec<Scope<'_>> {
     let graph = model.graph();
-    let facts = propagate_graph(graph, model.format(), model.onnx_opset()).unwrap_or_default();
+    let loops = super::loops::Loops::of(model);
+    let facts = crate::shape::propagate_seeded_with(
+        graph,
+        model.format(),
+        model.onnx_opset(),
+        &|_| None,
+        &|g, f, ix| loops.rule(g, f, ix),
+    )
+    .unwrap_or_default();
     let mut out = Vec::new();
     let mut bodies = Vec::new();
     match model {
