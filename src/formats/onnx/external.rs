@@ -1,6 +1,8 @@
-//! External data files: which a save copies beside the model, and which the file it replaces
-//! still uses.
+//! External data files: which tensors a save moves to one ([`externalize`]), which files a save
+//! copies beside the model, and which the file it replaces still uses.
 
+use super::proto::TensorProto;
+use super::write::Source;
 use super::*;
 
 /// The external data files a model references that a save to `to` copies beside it (when
@@ -221,4 +223,73 @@ pub(super) mod locations_only {
             }
         }
     }
+}
+
+/// Tensors at least this many bytes go to the external data file when a model is saved with
+/// external data (the threshold `onnx.save_model` uses by default).
+pub const EXTERNAL_MIN: usize = 1024;
+
+/// Offsets of tensors in an external data file are multiples of this (so a reader can map
+/// each tensor page-aligned).
+pub const EXTERNAL_ALIGN: u64 = 4096;
+
+/// The largest protobuf a reader accepts (2 GiB - 1): a bigger model must put tensors in an
+/// external data file.
+pub const PROTO_LIMIT: u64 = (1 << 31) - 1;
+
+/// True when `b` lies in one of `sources` (it was read from a file rather than computed).
+pub fn in_sources(b: &Bytes, sources: &[Source]) -> bool {
+    let p = b.as_ptr() as usize;
+    sources.iter().any(|s| {
+        let base = s.map.as_ptr() as usize;
+        p >= base
+            && p.checked_add(b.len())
+                .is_some_and(|end| end <= base.saturating_add(s.map.len()))
+    })
+}
+
+/// Moves the inline `raw_data` of `g`'s initializers chosen by `pick` (and at least
+/// [`EXTERNAL_MIN`] bytes) to the external data file `location`: each such tensor gets
+/// `data_location = EXTERNAL` with location/offset/length entries, and its bytes are returned
+/// in file order with their offsets.
+pub fn externalize(
+    g: &mut GraphOut<'_>,
+    location: &str,
+    mut pick: impl FnMut(&TensorProto, &Bytes) -> bool,
+) -> Vec<(u64, Bytes)> {
+    use super::proto::StringStringEntryProto;
+    let mut out = Vec::new();
+    let mut offset = 0u64;
+    for t in g.initializer.iter_mut() {
+        if t.encoded().is_some_and(|b| b.len() < EXTERNAL_MIN) {
+            continue;
+        }
+        // An encoded record is decoded to look (a record that does not decode was refused when
+        // the model was read; it is written as it is).
+        let Ok(Some(t)) = t.to_mut_if(|t| {
+            t.raw_data.as_ref().is_some_and(|raw| {
+                raw.len() >= EXTERNAL_MIN && t.data_location != Some(1) && pick(t, raw)
+            })
+        }) else {
+            continue;
+        };
+        let Some(raw) = t.raw_data.take() else {
+            continue;
+        };
+        offset = offset.div_ceil(EXTERNAL_ALIGN) * EXTERNAL_ALIGN;
+        let len = raw.len() as u64;
+        let kv = |k: &str, v: String| StringStringEntryProto {
+            key: Some(k.into()),
+            value: Some(v),
+        };
+        t.external_data = vec![
+            kv("location", location.to_string()),
+            kv("offset", offset.to_string()),
+            kv("length", len.to_string()),
+        ];
+        t.data_location = Some(1);
+        out.push((offset, raw));
+        offset += len;
+    }
+    out
 }
