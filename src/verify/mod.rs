@@ -280,17 +280,72 @@ fn verify_protos(
         return Verification::NotVerified("the model has no graph".into());
     };
     let decls = graph_inputs(graph);
-    let mut controls: Vec<(&InputDecl, Vec<i64>)> = Vec::new();
+    let (controls, data) = split_inputs(graph, &decls);
+    let cases = control_cases(&controls);
+    let bound = match bind_cases(&a, &dir, &data, &cases, opts) {
+        Ok(bound) => bound,
+        Err(v) => return v,
+    };
+
+    let mut outputs = 0;
+    let mut verified_cases = Vec::new();
+    let mut bindings = Vec::new();
+    let mut unverified = Vec::new();
+    for (case, found) in cases.iter().zip(bound) {
+        let label = show_case(case);
+        let found = match found {
+            Ok(f) => f,
+            Err(e) => {
+                unverified.push(labelled(&label, &e));
+                continue;
+            }
+        };
+        let (ran, not_run) = match run_case(&b, &dir, &data, case, &label, &found, opts) {
+            Ok(r) => r,
+            Err(v) => return v,
+        };
+        outputs += ran;
+        match not_run {
+            None => {
+                verified_cases.push(label);
+                bindings.push(show_bound(&data, &found.shapes, &found.names));
+            }
+            Some(e) => unverified.push(e),
+        }
+    }
+    summarize(
+        outputs,
+        verified_cases,
+        bindings,
+        unverified,
+        !controls.is_empty(),
+        opts,
+    )
+}
+
+/// A control input with the values it takes, in the order of the graph's inputs.
+type Controls<'d> = Vec<(&'d InputDecl, Vec<i64>)>;
+
+/// `decls` parted into control inputs (with their values) and data inputs.
+fn split_inputs<'d>(
+    graph: &pb::GraphProto,
+    decls: &'d [InputDecl],
+) -> (Controls<'d>, Vec<&'d InputDecl>) {
+    let mut controls: Controls<'d> = Vec::new();
     let mut data: Vec<&InputDecl> = Vec::new();
-    for d in &decls {
+    for d in decls {
         match control_values(graph, d) {
             Some(v) => controls.push((d, v)),
             None => data.push(d),
         }
     }
-    // Every combination of control values (at most 16 cases).
+    (controls, data)
+}
+
+/// Every combination of control values (at most 16 cases).
+fn control_cases<'d>(controls: &[(&'d InputDecl, Vec<i64>)]) -> Vec<Vec<(&'d InputDecl, i64)>> {
     let mut cases: Vec<Vec<(&InputDecl, i64)>> = vec![Vec::new()];
-    for (d, values) in &controls {
+    for (d, values) in controls {
         cases = cases
             .into_iter()
             .flat_map(|c| {
@@ -303,28 +358,41 @@ fn verify_protos(
             .take(16)
             .collect();
     }
-    let show_case = |c: &[(&InputDecl, i64)]| -> String {
-        c.iter()
-            .map(|(d, v)| format!("{}={v}", d.name))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let labelled = |label: &str, msg: &str| -> String {
-        if label.is_empty() {
-            msg.to_string()
-        } else {
-            format!("{label}: {msg}")
-        }
-    };
+    cases
+}
 
-    // Each case gets its binding: the first try of the sizes with which tract runs the original
-    // in that case (a control value may need other sizes than the others: silero-vad takes 512
-    // samples at sr=16000 and 256 at sr=8000). Sizes that served a case are tried first next.
+fn show_case(c: &[(&InputDecl, i64)]) -> String {
+    c.iter()
+        .map(|(d, v)| format!("{}={v}", d.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn labelled(label: &str, msg: &str) -> String {
+    if label.is_empty() {
+        msg.to_string()
+    } else {
+        format!("{label}: {msg}")
+    }
+}
+
+/// Each case gets its binding: the first try of the sizes with which tract runs the original
+/// in that case (a control value may need other sizes than the others: silero-vad takes 512
+/// samples at sr=16000 and 256 at sr=8000). Sizes that served a case are tried first next.
+/// `Err`: the verification cannot run at all.
+#[allow(clippy::type_complexity)]
+fn bind_cases(
+    a: &pb::ModelProto,
+    dir: &Path,
+    data: &[&InputDecl],
+    cases: &[Vec<(&InputDecl, i64)>],
+    opts: &VerifyOptions,
+) -> Result<Vec<Result<Bound, String>>, Verification> {
     let mut order: Vec<Sizes> = DEFAULT_SIZES.to_vec();
     let mut bound = Vec::with_capacity(cases.len());
-    for case in &cases {
-        match find_binding(&a, &dir, &data, case, &order, opts) {
-            Err(BindError::Fatal(e)) => return Verification::NotVerified(e),
+    for case in cases {
+        match find_binding(a, dir, data, case, &order, opts) {
+            Err(BindError::Fatal(e)) => return Err(Verification::NotVerified(e)),
             Err(BindError::NoSize(e)) => bound.push(Err(e)),
             Ok(found) => {
                 if let Some(i) = order.iter().position(|s| *s == found.sizes) {
@@ -335,107 +403,118 @@ fn verify_protos(
             }
         }
     }
+    Ok(bound)
+}
 
-    let mut outputs = 0;
-    let mut verified_cases = Vec::new();
-    let mut bindings = Vec::new();
-    let mut unverified = Vec::new();
-    for (case, found) in cases.iter().zip(bound) {
-        let label = show_case(case);
-        let Bound {
-            shapes,
-            names,
-            plan: plan_a,
-            ..
-        } = match found {
-            Ok(f) => f,
-            Err(e) => {
-                unverified.push(labelled(&label, &e));
-                continue;
-            }
-        };
-        let by_name: HashMap<&str, &[usize]> = data
+/// Runs the original (its plan in `found`) and the transformed model `b` on `opts.runs` seeded
+/// random input sets of one case and compares their outputs. `Ok((outputs compared, None))`
+/// when every run matched; `Some(reason)` when tract could not run the original (the case is
+/// not verified); `Err`: the verification's outcome (a mismatch, or the transformed model does
+/// not run).
+#[allow(clippy::too_many_arguments)]
+fn run_case(
+    b: &pb::ModelProto,
+    dir: &Path,
+    data: &[&InputDecl],
+    case: &[(&InputDecl, i64)],
+    label: &str,
+    found: &Bound,
+    opts: &VerifyOptions,
+) -> Result<(usize, Option<String>), Verification> {
+    let Bound {
+        shapes,
+        names,
+        plan: plan_a,
+        ..
+    } = found;
+    let by_name: HashMap<&str, &[usize]> = data
+        .iter()
+        .zip(shapes)
+        .map(|(d, s)| (d.name.as_str(), s.as_slice()))
+        .collect();
+    let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut sets = Vec::new();
+    for _ in 0..opts.runs.max(1) {
+        let t: Result<Vec<Tensor>, String> = data
             .iter()
-            .zip(&shapes)
-            .map(|(d, s)| (d.name.as_str(), s.as_slice()))
+            .zip(shapes)
+            .map(|(d, s)| random_tensor(d, s, &mut rng))
             .collect();
-        let mut rng = Rng(opts.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let mut sets = Vec::new();
-        for _ in 0..opts.runs.max(1) {
-            let t: Result<Vec<Tensor>, String> = data
-                .iter()
-                .zip(&shapes)
-                .map(|(d, s)| random_tensor(d, s, &mut rng))
-                .collect();
-            match t {
-                Ok(t) => sets.push(t),
-                Err(e) => return Verification::NotVerified(e),
-            }
-        }
-        let plan_b = match build(
-            &prepare(&b, &by_name, &names, case),
-            &dir,
-            &sets[0],
-            opts.max_input_bytes,
-            opts.memory_budget,
-        ) {
-            Ok(p) => p,
-            Err(e) => {
-                return Verification::Failed(format!(
-                    "tract cannot run the transformed model{}: {e}",
-                    if label.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({label})")
-                    }
-                ))
-            }
-        };
-        let mut case_ok = true;
-        for (r, inputs) in sets.iter().enumerate() {
-            let want = match run(&plan_a, inputs, opts.max_input_bytes) {
-                Ok(o) => o,
-                Err(e) => {
-                    unverified.push(labelled(
-                        &label,
-                        &format!("tract cannot run the original: {e}"),
-                    ));
-                    case_ok = false;
-                    break;
-                }
-            };
-            let got = match run(&plan_b, inputs, opts.max_input_bytes) {
-                Ok(o) => o,
-                Err(e) => {
-                    return Verification::Failed(format!(
-                        "tract cannot run the transformed model: {e}"
-                    ))
-                }
-            };
-            if want.len() != got.len() {
-                return Verification::Failed(format!(
-                    "{} outputs before, {} after",
-                    want.len(),
-                    got.len()
-                ));
-            }
-            for (i, (w, g)) in want.iter().zip(got.iter()).enumerate() {
-                if let Err(e) = same(g, w) {
-                    let at = if label.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" ({label})")
-                    };
-                    return Verification::Failed(format!("run {r}{at}, output {i}: {e}"));
-                }
-            }
-            outputs += want.len();
-        }
-        if case_ok {
-            verified_cases.push(label);
-            bindings.push(show_bound(&data, &shapes, &names));
+        match t {
+            Ok(t) => sets.push(t),
+            Err(e) => return Err(Verification::NotVerified(e)),
         }
     }
+    let plan_b = match build(
+        &prepare(b, &by_name, names, case),
+        dir,
+        &sets[0],
+        opts.max_input_bytes,
+        opts.memory_budget,
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            return Err(Verification::Failed(format!(
+                "tract cannot run the transformed model{}: {e}",
+                if label.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({label})")
+                }
+            )))
+        }
+    };
+    let mut outputs = 0;
+    for (r, inputs) in sets.iter().enumerate() {
+        let want = match run(plan_a, inputs, opts.max_input_bytes) {
+            Ok(o) => o,
+            Err(e) => {
+                let reason = labelled(label, &format!("tract cannot run the original: {e}"));
+                return Ok((outputs, Some(reason)));
+            }
+        };
+        let got = match run(&plan_b, inputs, opts.max_input_bytes) {
+            Ok(o) => o,
+            Err(e) => {
+                return Err(Verification::Failed(format!(
+                    "tract cannot run the transformed model: {e}"
+                )))
+            }
+        };
+        if want.len() != got.len() {
+            return Err(Verification::Failed(format!(
+                "{} outputs before, {} after",
+                want.len(),
+                got.len()
+            )));
+        }
+        for (i, (w, g)) in want.iter().zip(got.iter()).enumerate() {
+            if let Err(e) = same(g, w) {
+                let at = if label.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({label})")
+                };
+                return Err(Verification::Failed(format!(
+                    "run {r}{at}, output {i}: {e}"
+                )));
+            }
+        }
+        outputs += want.len();
+    }
+    Ok((outputs, None))
+}
+
+/// The outcome once every case ran: passed when at least one case was verified, with what
+/// was bound and which cases were not run.
+fn summarize(
+    outputs: usize,
+    verified_cases: Vec<String>,
+    bindings: Vec<String>,
+    unverified: Vec<String>,
+    has_controls: bool,
+    opts: &VerifyOptions,
+) -> Verification {
     if verified_cases.is_empty() {
         return Verification::NotVerified(unverified.join("; "));
     }
@@ -445,7 +524,7 @@ fn verify_protos(
         if !bindings[0].is_empty() {
             detail.push(format!("dims bound: {}", bindings[0]));
         }
-        if !controls.is_empty() {
+        if has_controls {
             detail.push(format!("control inputs: {}", verified_cases.join(" | ")));
         }
     } else {
