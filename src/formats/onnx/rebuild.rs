@@ -165,54 +165,7 @@ pub(super) fn rebuild_node<'a>(
                 continue;
             }
         }
-        let mut a = proto::AttributeProto {
-            name: Some(name.clone()),
-            ..Default::default()
-        };
-        match value {
-            Attr::Int(v) => {
-                a.i = Some(*v);
-                a.set_type(AttributeType::Int);
-            }
-            Attr::Ints(v) => {
-                a.ints = v.clone();
-                a.set_type(AttributeType::Ints);
-            }
-            Attr::Float(v) => {
-                a.f = Some(*v);
-                a.set_type(AttributeType::Float);
-            }
-            Attr::Floats(v) => {
-                a.floats = v.clone();
-                a.set_type(AttributeType::Floats);
-            }
-            Attr::String(s) => {
-                a.s = Some(Bytes::from(s.clone().into_bytes()));
-                a.set_type(AttributeType::String);
-            }
-            Attr::Strings(v) => {
-                a.strings = v
-                    .iter()
-                    .map(|s| Bytes::from(s.clone().into_bytes()))
-                    .collect();
-                a.set_type(AttributeType::Strings);
-            }
-            Attr::Tensor(t) => {
-                a.t = Some(Box::new(tensor_to_proto(t, name)));
-                a.set_type(AttributeType::Tensor);
-            }
-            Attr::Opaque => match prev {
-                Some(p) => a = p.clone(),
-                None => {
-                    return Err(Error::Pass {
-                        pass: "save",
-                        node: n.name.to_string(),
-                        message: format!("attribute '{name}' has no value to write"),
-                    })
-                }
-            },
-        }
-        np.attribute.push(a);
+        np.attribute.push(attr_proto(n, name, value, prev)?);
     }
     if let Some(b) = match n.origin {
         Origin::OnnxNode(i) => bodies.get(&(i as usize)),
@@ -221,6 +174,64 @@ pub(super) fn rebuild_node<'a>(
         np = with_bodies(np, b);
     }
     Ok(NodeOut::built(&np))
+}
+
+/// The attribute `name` of a rebuilt node `n` holding `value`; an opaque value (one the IR does
+/// not read) is written as its previous record `prev`.
+fn attr_proto(
+    n: &Node,
+    name: &str,
+    value: &Attr,
+    prev: Option<&proto::AttributeProto>,
+) -> Result<proto::AttributeProto> {
+    let mut a = proto::AttributeProto {
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    match value {
+        Attr::Int(v) => {
+            a.i = Some(*v);
+            a.set_type(AttributeType::Int);
+        }
+        Attr::Ints(v) => {
+            a.ints = v.clone();
+            a.set_type(AttributeType::Ints);
+        }
+        Attr::Float(v) => {
+            a.f = Some(*v);
+            a.set_type(AttributeType::Float);
+        }
+        Attr::Floats(v) => {
+            a.floats = v.clone();
+            a.set_type(AttributeType::Floats);
+        }
+        Attr::String(s) => {
+            a.s = Some(Bytes::from(s.clone().into_bytes()));
+            a.set_type(AttributeType::String);
+        }
+        Attr::Strings(v) => {
+            a.strings = v
+                .iter()
+                .map(|s| Bytes::from(s.clone().into_bytes()))
+                .collect();
+            a.set_type(AttributeType::Strings);
+        }
+        Attr::Tensor(t) => {
+            a.t = Some(Box::new(tensor_to_proto(t, name)));
+            a.set_type(AttributeType::Tensor);
+        }
+        Attr::Opaque => match prev {
+            Some(p) => a = p.clone(),
+            None => {
+                return Err(Error::Pass {
+                    pass: "save",
+                    node: n.name.to_string(),
+                    message: format!("attribute '{name}' has no value to write"),
+                })
+            }
+        },
+    }
+    Ok(a)
 }
 
 /// `np` with the graph-valued attributes named in `bodies` replaced.
