@@ -322,7 +322,21 @@ pub(super) fn rebuild_graph<'a>(
     }
     out.node.extend(extra_identity);
     // Initializers: originals in their original order (shadowed ones included), then new ones.
-    let shadowed: Vec<(u64, write::InitOut<'a>)> = if let Some(known) = shadowed {
+    inits.extend(shadowed_inits(orig, records, shadowed));
+    inits.sort_by_key(|(k, _)| *k);
+    out.initializer = inits.into_iter().map(|(_, t)| t).collect();
+    rebuild_value_info(graph, orig, &order, &mut out);
+    Ok(out)
+}
+
+/// The initializers a graph input of the same name shadows (the IR has no node for them), as
+/// `(record index, record)`: the ones the load found, or else every record named like an input.
+fn shadowed_inits<'a>(
+    orig: &GraphProto,
+    records: &'a Records,
+    shadowed: Option<&[u32]>,
+) -> Vec<(u64, write::InitOut<'a>)> {
+    if let Some(known) = shadowed {
         // As the load found them (no record read again: a graph of 383,000 initializers
         // walked every record and hashed every name here).
         known
@@ -345,12 +359,18 @@ pub(super) fn rebuild_graph<'a>(
             .filter(|(_, t)| last_string(t, 8).is_some_and(|n| inputs.contains(n)))
             .map(|(i, t)| (i as u64, write::Out::Encoded(t)))
             .collect()
-    };
-    inits.extend(shadowed);
-    inits.sort_by_key(|(k, _)| *k);
-    out.initializer = inits.into_iter().map(|(_, t)| t).collect();
-    // value_info: originals of values that still exist, updated where a pass changed the type;
-    // then new entries for values whose type a pass set.
+    }
+}
+
+/// The value infos of `out`: originals of values that still exist, updated where a pass changed
+/// the type; then new entries for values whose type a pass set; and the graph outputs whose
+/// producer's type a pass refined.
+fn rebuild_value_info<'a>(
+    graph: &Graph,
+    orig: &'a GraphProto,
+    order: &[NodeIndex],
+    out: &mut GraphOut<'a>,
+) {
     // Only the values the original record declares are looked up by name.
     let declared: HashSet<&str> = orig
         .value_info
@@ -391,7 +411,7 @@ pub(super) fn rebuild_graph<'a>(
             }
         }
     }
-    for &ix in &order {
+    for &ix in order {
         let n = graph.node(ix);
         if n.kind != NodeKind::Op {
             continue;
@@ -419,7 +439,6 @@ pub(super) fn rebuild_graph<'a>(
             }
         }
     }
-    Ok(out)
 }
 
 /// A computed initializer to write: kept encoded when small; a big one stays a record whose
