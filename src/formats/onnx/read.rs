@@ -430,7 +430,7 @@ pub(super) fn build_graph<'g>(
     // Headroom for what passes add (folded constants, lowered nodes): the first node added
     // past the capacity would copy the whole node array. Edges are reserved once the nodes'
     // input counts are known.
-    let mut graph = Graph::with_capacity(count + count / 4 + 16, 0);
+    let graph = Graph::with_capacity(count + count / 4 + 16, 0);
     let mut producers: FastMap<&str, OutletId> = FastMap::default();
     producers.reserve(defined);
     let mut types: FastMap<&str, ValueType> = FastMap::default();
@@ -443,12 +443,65 @@ pub(super) fn build_graph<'g>(
     {
         types.insert(vi.name(), value_type_of(vi));
     }
-    let define = |producers: &mut FastMap<&'g str, OutletId>, name: &'g str, outlet: OutletId| {
-        if !name.is_empty() {
-            producers.insert(name, outlet);
-        }
+    let mut b = Builder {
+        path,
+        graph,
+        producers,
     };
-    // Initializers that are also graph inputs may be overridden at run time: they are inputs.
+    add_inputs(&mut b, g)?;
+    // Duplicates are found in `producers`, one hash per initializer (a set of their own names
+    // and a separate check for graph inputs were two more each, and most of a model's names
+    // are initializers'). An initializer a graph input shadows is not in `producers`: those
+    // are remembered here, to refuse a second initializer of the same name all the same.
+    let mut shadowed: HashSet<&str> = HashSet::default();
+    let (uses_external, shadowed_at) = add_initializers(&mut b, inits, ext, &mut shadowed)?;
+    add_sparse_initializers(&mut b, g, inits.len(), &shadowed)?;
+    let added = add_node_records(&mut b, nodes, &types, ext)?;
+    let edges = added.wires + g.output.len();
+    b.graph.g.reserve_exact_edges(edges + edges / 4 + 16);
+    wire_inputs(&mut b, nodes, &added.node_ix)?;
+    wire_captures(&mut b, nodes, &added.node_ix, added.captures)?;
+    add_outputs(&mut b, g)?;
+    let Builder { graph, .. } = b;
+    graph.topo_order().map_err(|c| Error::cycle(path, c))?;
+    Ok(Built {
+        graph,
+        holders: added.holders,
+        uses_external,
+        shadowed: shadowed_at,
+    })
+}
+
+/// What [`build_graph`] builds up step by step: the graph, and the outlet each name defined so
+/// far comes from.
+struct Builder<'g, 'p> {
+    path: &'p Path,
+    graph: Graph,
+    producers: FastMap<&'g str, OutletId>,
+}
+
+fn define<'g>(producers: &mut FastMap<&'g str, OutletId>, name: &'g str, outlet: OutletId) {
+    if !name.is_empty() {
+        producers.insert(name, outlet);
+    }
+}
+
+fn is_input(graph: &Graph, o: &OutletId) -> bool {
+    graph.node(o.node).kind == NodeKind::Input
+}
+
+/// Like the onnx checker: a name is defined once. ONNX Runtime takes the last of two
+/// initializers of one name, a fold would take the first: refuse rather than guess.
+fn defined_twice(path: &Path, name: &str) -> Error {
+    fmt_err(
+        path,
+        format!("initializer '{name}' is defined twice (the onnx checker refuses such a model)"),
+    )
+}
+
+/// The graph inputs. Initializers that are also graph inputs may be overridden at run time:
+/// they are inputs.
+fn add_inputs<'g>(b: &mut Builder<'g, '_>, g: &'g GraphProto) -> Result<()> {
     for (i, vi) in g.input.iter().enumerate() {
         let mut node = Node::op(vi.name(), "", "");
         node.kind = NodeKind::Input;
@@ -460,57 +513,59 @@ pub(super) fn build_graph<'g>(
             ty: value_type_of(vi),
             ty_changed: false,
         }];
-        if producers.contains_key(vi.name()) {
+        if b.producers.contains_key(vi.name()) {
             return Err(fmt_err(
-                path,
+                b.path,
                 format!("graph input '{}' is declared twice", vi.name()),
             ));
         }
-        let ix = graph.add_node(node);
-        define(&mut producers, vi.name(), OutletId { node: ix, port: 0 });
+        let ix = b.graph.add_node(node);
+        define(&mut b.producers, vi.name(), OutletId { node: ix, port: 0 });
     }
-    // Like the onnx checker: a name is defined once. ONNX Runtime takes the last of two
-    // initializers of one name, a fold would take the first: refuse rather than guess.
-    let twice = |name: &str| {
-        fmt_err(
-            path,
-            format!(
-                "initializer '{name}' is defined twice (the onnx checker refuses such a model)"
+    Ok(())
+}
+
+/// The constant node of initializer `i`.
+fn init_node(i: usize, name: &str, tensor: Tensor) -> Node {
+    let mut node = Node::op(name, "", "");
+    node.origin = Origin::OnnxInitializer(crate::ir::to_u32(i));
+    node.order = (1, crate::ir::to_u32(i));
+    node.dirty = false;
+    node.outputs = vec![crate::ir::Value {
+        name: crate::ir::Text::from(name),
+        ty: ValueType {
+            dtype: Some(tensor.dtype),
+            shape: Some(
+                tensor
+                    .shape
+                    .iter()
+                    .map(|&d| DeclaredDim::Known(d))
+                    .collect(),
             ),
-        )
-    };
-    // Duplicates are found in `producers`, one hash per initializer (a set of their own names
-    // and a separate check for graph inputs were two more each, and most of a model's names
-    // are initializers'). An initializer a graph input shadows is not in `producers`: those
-    // are remembered here, to refuse a second initializer of the same name all the same.
-    let mut shadowed: HashSet<&str> = HashSet::default();
-    let is_input = |graph: &Graph, o: &OutletId| graph.node(o.node).kind == NodeKind::Input;
+        },
+        ty_changed: false,
+    }];
+    node.kind = NodeKind::Const(Box::new(tensor));
+    node
+}
+
+/// The initializers, as constants; one a graph input shadows is kept in the record only (its
+/// name goes to `shadowed`). Returns whether one keeps its data in an external file, and the
+/// indices of the shadowed ones, ascending.
+fn add_initializers<'g>(
+    b: &mut Builder<'g, '_>,
+    inits: &'g [Bytes],
+    ext: &mut ExternalFiles,
+    shadowed: &mut HashSet<&'g str>,
+) -> Result<(bool, Vec<u32>)> {
+    let path = b.path;
+    let Builder {
+        graph, producers, ..
+    } = b;
     let mut uses_external = false;
     let mut shadowed_at: Vec<u32> = Vec::new();
     // The records are read into nodes on rayon's pool, a window ahead of the nodes added here
     // (in file order, so names, errors and node indices are those of a loop in one thread).
-    let init_node = |i: usize, name: &str, tensor: Tensor| {
-        let mut node = Node::op(name, "", "");
-        node.origin = Origin::OnnxInitializer(crate::ir::to_u32(i));
-        node.order = (1, crate::ir::to_u32(i));
-        node.dirty = false;
-        node.outputs = vec![crate::ir::Value {
-            name: crate::ir::Text::from(name),
-            ty: ValueType {
-                dtype: Some(tensor.dtype),
-                shape: Some(
-                    tensor
-                        .shape
-                        .iter()
-                        .map(|&d| DeclaredDim::Known(d))
-                        .collect(),
-                ),
-            },
-            ty_changed: false,
-        }];
-        node.kind = NodeKind::Const(Box::new(tensor));
-        node
-    };
     // Most records (raw data in the file): read in place, name and tensor in one walk (the
     // name alone for the others; `None`: it does not read).
     type InitRead<'a> = (Option<&'a str>, Option<Node>);
@@ -535,8 +590,8 @@ pub(super) fn build_graph<'g>(
             } else {
                 match producers.entry(name) {
                     std::collections::hash_map::Entry::Occupied(o) => {
-                        if !is_input(&graph, o.get()) || !shadowed.insert(name) {
-                            return Err(twice(name));
+                        if !is_input(graph, o.get()) || !shadowed.insert(name) {
+                            return Err(defined_twice(path, name));
                         }
                         // Shadowed by a graph input of the same name: kept in the record only.
                         shadowed_at.push(crate::ir::to_u32(i));
@@ -568,32 +623,67 @@ pub(super) fn build_graph<'g>(
         Ok(())
     };
     pipelined(inits.len(), read_inits, add_inits)?;
+    Ok((uses_external, shadowed_at))
+}
+
+/// The sparse initializers (after the `inits` initializers), as op nodes without inputs.
+fn add_sparse_initializers<'g>(
+    b: &mut Builder<'g, '_>,
+    g: &'g GraphProto,
+    inits: usize,
+    shadowed: &HashSet<&str>,
+) -> Result<()> {
     for (i, t) in g.sparse_initializer.iter().enumerate() {
         let name = t.values.as_ref().map(|v| v.name()).unwrap_or_default();
         if !name.is_empty() {
-            match producers.get(name) {
+            match b.producers.get(name) {
                 // A sparse initializer takes a graph input's name over (as before).
-                Some(o) if !is_input(&graph, o) || shadowed.contains(name) => {
-                    return Err(twice(name))
+                Some(o) if !is_input(&b.graph, o) || shadowed.contains(name) => {
+                    return Err(defined_twice(b.path, name))
                 }
                 _ => {}
             }
         }
         let mut node = Node::op(name, "SparseInitializer", "");
         node.origin = Origin::OnnxSparseInitializer(crate::ir::to_u32(i));
-        node.order = (1, crate::ir::to_u32(inits.len() + i));
+        node.order = (1, crate::ir::to_u32(inits + i));
         node.dirty = false;
         node.outputs = vec![crate::ir::Value {
             name: crate::ir::Text::from(name),
             ty: ValueType::default(),
             ty_changed: false,
         }];
-        let ix = graph.add_node(node);
-        define(&mut producers, name, OutletId { node: ix, port: 0 });
+        let ix = b.graph.add_node(node);
+        define(&mut b.producers, name, OutletId { node: ix, port: 0 });
     }
-    // Nodes: create all first (they need not be in topological order), then wire. Each record
-    // is decoded once, into the IR node; output and input names are read in place from the
-    // record's bytes (`names`), so nothing decoded outlives its node's turn.
+    Ok(())
+}
+
+/// What [`add_node_records`] leaves for the wiring.
+struct Added {
+    /// The IR node of each node record.
+    node_ix: Vec<NodeIndex>,
+    /// Indices of the nodes that hold subgraphs.
+    holders: Vec<usize>,
+    /// The outer names each subgraph-holding node's bodies read.
+    captures: Vec<(usize, Vec<String>)>,
+    /// Number of named inputs of all nodes.
+    wires: usize,
+}
+
+/// The nodes: all created first (they need not be in topological order), wired afterwards.
+/// Each record is decoded once, into the IR node; output and input names are read in place
+/// from the record's bytes (`names`), so nothing decoded outlives its node's turn.
+fn add_node_records<'g>(
+    b: &mut Builder<'g, '_>,
+    nodes: &'g [Bytes],
+    types: &FastMap<&'g str, ValueType>,
+    ext: &mut ExternalFiles,
+) -> Result<Added> {
+    let path = b.path;
+    let Builder {
+        graph, producers, ..
+    } = b;
     let mut node_ix = Vec::with_capacity(nodes.len());
     let mut holders = Vec::new();
     let mut captures: Vec<(usize, Vec<String>)> = Vec::new();
@@ -628,7 +718,7 @@ pub(super) fn build_graph<'g>(
                     path,
                     i,
                     rec,
-                    &types,
+                    types,
                     ext,
                     &mut holders,
                     &mut captures,
@@ -661,14 +751,33 @@ pub(super) fn build_graph<'g>(
         Ok(())
     };
     pipelined(nodes.len(), read_nodes, add_nodes)?;
-    let edges = wires + g.output.len();
-    graph.g.reserve_exact_edges(edges + edges / 4 + 16);
-    let decoded = |i: usize| {
-        nodes
-            .get(i)
-            .and_then(|r| NodeProto::decode(r.clone()).ok())
-            .unwrap_or_default()
-    };
+    Ok(Added {
+        node_ix,
+        holders,
+        captures,
+        wires,
+    })
+}
+
+/// Node record `i` decoded (for an error message; empty when it does not decode).
+fn decoded(nodes: &[Bytes], i: usize) -> NodeProto {
+    nodes
+        .get(i)
+        .and_then(|r| NodeProto::decode(r.clone()).ok())
+        .unwrap_or_default()
+}
+
+/// The edges from each node's named inputs to their producers.
+fn wire_inputs<'g>(
+    b: &mut Builder<'g, '_>,
+    nodes: &'g [Bytes],
+    node_ix: &[NodeIndex],
+) -> Result<()> {
+    let path = b.path;
+    let Builder {
+        graph, producers, ..
+    } = b;
+    let producers = &*producers;
     // Input names are looked up on rayon's pool, a window ahead of the edges added here.
     enum Wiring<'a> {
         Edge(usize, OutletId, usize),
@@ -698,7 +807,7 @@ pub(super) fn build_graph<'g>(
                 Wiring::Unreadable(i) => {
                     return Err(node_err(
                         path,
-                        &decoded(i),
+                        &decoded(nodes, i),
                         i,
                         "an input name does not read",
                     ));
@@ -706,7 +815,7 @@ pub(super) fn build_graph<'g>(
                 Wiring::Missing(i, p, name) => {
                     return Err(node_err(
                         path,
-                        &decoded(i),
+                        &decoded(nodes, i),
                         i,
                         format!(
                             "input {p} names '{name}', which no node, input or initializer \
@@ -718,21 +827,30 @@ pub(super) fn build_graph<'g>(
         }
         Ok(())
     };
-    pipelined(nodes.len(), read_inputs, wire)?;
+    pipelined(nodes.len(), read_inputs, wire)
+}
+
+/// The edges from the outer names a node's subgraphs read to their producers.
+fn wire_captures(
+    b: &mut Builder<'_, '_>,
+    nodes: &[Bytes],
+    node_ix: &[NodeIndex],
+    captures: Vec<(usize, Vec<String>)>,
+) -> Result<()> {
     for (i, captured) in captures {
         let ix = node_ix[i];
         for name in captured {
-            let Some(&src) = producers.get(name.as_str()) else {
+            let Some(&src) = b.producers.get(name.as_str()) else {
                 return Err(node_err(
-                    path,
-                    &decoded(i),
+                    b.path,
+                    &decoded(nodes, i),
                     i,
                     format!(
                         "a subgraph reads '{name}', which the enclosing graph does not produce"
                     ),
                 ));
             };
-            graph.g.add_edge(
+            b.graph.g.add_edge(
                 src.node,
                 ix,
                 Wire {
@@ -742,10 +860,15 @@ pub(super) fn build_graph<'g>(
             );
         }
     }
+    Ok(())
+}
+
+/// The graph outputs, each wired to its producer.
+fn add_outputs(b: &mut Builder<'_, '_>, g: &GraphProto) -> Result<()> {
     for (i, vi) in g.output.iter().enumerate() {
-        let Some(&src) = producers.get(vi.name()) else {
+        let Some(&src) = b.producers.get(vi.name()) else {
             return Err(fmt_err(
-                path,
+                b.path,
                 format!("graph output '{}' is produced by no node", vi.name()),
             ));
         };
@@ -755,14 +878,8 @@ pub(super) fn build_graph<'g>(
         node.order = (3, crate::ir::to_u32(i));
         node.dirty = false;
         node.num_inputs = 1;
-        let ix = graph.add_node(node);
-        graph.connect(src, ix, 0);
+        let ix = b.graph.add_node(node);
+        b.graph.connect(src, ix, 0);
     }
-    graph.topo_order().map_err(|c| Error::cycle(path, c))?;
-    Ok(Built {
-        graph,
-        holders,
-        uses_external,
-        shadowed: shadowed_at,
-    })
+    Ok(())
 }
