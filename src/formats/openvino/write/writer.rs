@@ -112,6 +112,22 @@ impl<'a> Writer<'a> {
 
     pub(super) fn rebuild(&mut self) -> Result<Vec<Piece>> {
         let m = self.m;
+        let tab = self.tables()?;
+        let placed = self.place(&tab);
+        self.compact(&tab);
+        let source: &[u8] = &m.source;
+        let Some(layers_c) = m.outline.layers.clone() else {
+            return Err(fmt_err(&m.path, "<net> has no <layers>"));
+        };
+        let mut splices: Vec<(Range<usize>, String)> = Vec::new();
+        self.layer_splices(&tab, &placed, &layers_c, &mut splices)?;
+        self.edge_splices(&tab, &placed, &layers_c, &mut splices)?;
+        apply_splices(&m.path, source.len(), splices)
+    }
+
+    /// The tables the steps of [`Writer::rebuild`] share.
+    fn tables(&self) -> Result<Tables> {
+        let m = self.m;
         let g = &m.graph;
         let order = g.topo_order().map_err(|c| Error::Node {
             path: m.path.clone(),
@@ -149,14 +165,23 @@ impl<'a> Writer<'a> {
                 }
             }
         }
-        let original = |ix: NodeIndex| original_of.get(ix.index()).copied().flatten();
+        Ok(Tables {
+            order,
+            topo_pos,
+            by_layer,
+            original_of,
+        })
+    }
 
-        // Ids: originals keep theirs; new layers and new ports get fresh ones.
+    /// Ids: originals keep theirs; new layers and new ports get fresh ones.
+    fn place(&self, tab: &Tables) -> Places<'a> {
+        let m = self.m;
+        let g = &m.graph;
         let mut next_id = m.layers.iter().map(|r| r.id).max().unwrap_or(-1);
-        let mut placed: Places = vec![None; bound];
-        for &ix in &order {
+        let mut placed: Places = vec![None; g.g.node_bound()];
+        for &ix in &tab.order {
             let n = g.node(ix);
-            let p = match original(ix) {
+            let p = match tab.original(ix) {
                 Some(i) => {
                     let r = &m.layers[i];
                     let ports = |had: &'a [i64], want: usize, fresh: &mut dyn FnMut() -> i64| {
@@ -201,37 +226,45 @@ impl<'a> Writer<'a> {
             };
             placed[ix.index()] = Some(p);
         }
+        placed
+    }
 
-        // Layers needing a rebuilt element.
+    /// True when the layer of `ix` needs a rebuilt element.
+    fn needs_rebuild(&self, tab: &Tables, ix: NodeIndex) -> bool {
+        let m = self.m;
+        let g = &m.graph;
         let changed_value =
             |ix: NodeIndex, port: usize| g.node(ix).outputs.get(port).is_some_and(|v| v.ty_changed);
-        let needs_rebuild = |ix: NodeIndex| -> bool {
-            let n = g.node(ix);
-            let Some(i) = original(ix) else {
-                return true;
-            };
-            let r = &m.layers[i];
-            n.dirty
-                || n.num_inputs as usize != r.input_ports.len()
-                || n.outputs.len() != r.output_ports.len()
-                || n.outputs.iter().any(|v| v.ty_changed)
-                || g.g
-                    .edges_directed(ix, Direction::Incoming)
-                    .any(|e| changed_value(e.source(), e.weight().src_port as usize))
+        let n = g.node(ix);
+        let Some(i) = tab.original(ix) else {
+            return true;
         };
+        let r = &m.layers[i];
+        n.dirty
+            || n.num_inputs as usize != r.input_ports.len()
+            || n.outputs.len() != r.output_ports.len()
+            || n.outputs.iter().any(|v| v.ty_changed)
+            || g.g
+                .edges_directed(ix, Direction::Incoming)
+                .any(|e| changed_value(e.source(), e.weight().src_port as usize))
+    }
 
-        // The original `.bin` ranges the written Const layers refer to.
+    /// The original `.bin` ranges the written Const layers refer to, and the compaction that
+    /// keeps them.
+    fn compact(&mut self, tab: &Tables) {
+        let m = self.m;
+        let g = &m.graph;
         let mut refs: Vec<(u64, u64)> = Vec::new();
-        for &ix in &order {
+        for &ix in &tab.order {
             let n = g.node(ix);
             let Origin::OvLayer(i) = n.origin else {
                 continue;
             };
             let i = i as usize;
-            let original = original(ix) == Some(i);
+            let original = tab.original(ix) == Some(i);
             if let Some(range) = m.layers.get(i).and_then(|r| r.const_range) {
                 match &n.kind {
-                    _ if original && !needs_rebuild(ix) => refs.push(range),
+                    _ if original && !self.needs_rebuild(tab, ix) => refs.push(range),
                     NodeKind::Const(t)
                         if matches!(&t.data, TensorData::Raw(raw)
                             if self.same_as_original(range, raw)) =>
@@ -265,19 +298,24 @@ impl<'a> Writer<'a> {
         if !self.in_body {
             self.bin_len = self.compaction.len;
         }
+    }
 
+    /// The splices of `<layers>`: rebuilt layers, layers whose offsets or bodies changed, removed
+    /// layers, and the new layers appended.
+    fn layer_splices(
+        &mut self,
+        tab: &Tables,
+        placed: &Places<'a>,
+        layers_c: &xml::Container,
+        splices: &mut Vec<(Range<usize>, String)>,
+    ) -> Result<()> {
+        let m = self.m;
         let source: &[u8] = &m.source;
-        let Some(layers_c) = m.outline.layers.clone() else {
-            return Err(fmt_err(&m.path, "<net> has no <layers>"));
-        };
-        let mut splices: Vec<(Range<usize>, String)> = Vec::new();
-
-        // <layers>
         for (i, ls) in m.layer_srcs.iter().enumerate() {
-            match by_layer.get(i).copied().flatten() {
-                Some(ix) if needs_rebuild(ix) => {
+            match tab.by_layer.get(i).copied().flatten() {
+                Some(ix) if self.needs_rebuild(tab, ix) => {
                     let (sub, base) = materialize(&m.path, source, ls.span.clone())?;
-                    let mut rebuilt = self.layer_element(ix, Some(&base), &placed, self.depth)?;
+                    let mut rebuilt = self.layer_element(ix, Some(&base), placed, self.depth)?;
                     // Its own `<data>` is set already; its body's constants are not.
                     for c in rebuilt.children.iter_mut() {
                         if let XmlNode::Element(e) = c {
@@ -334,31 +372,45 @@ impl<'a> Writer<'a> {
                 None => splices.push((drop_range(source, ls.gap, &ls.span), String::new())),
             }
         }
-        let mut new_nodes: Vec<NodeIndex> = order
+        let mut new_nodes: Vec<NodeIndex> = tab
+            .order
             .iter()
             .copied()
-            .filter(|&ix| original(ix).is_none())
+            .filter(|&ix| tab.original(ix).is_none())
             .collect();
-        new_nodes.sort_by_key(|ix| topo_pos[ix.index()]);
+        new_nodes.sort_by_key(|ix| tab.topo_pos[ix.index()]);
         let mut new_layers = Vec::with_capacity(new_nodes.len());
         for ix in new_nodes {
-            new_layers.push(self.layer_element(ix, None, &placed, self.depth)?);
+            new_layers.push(self.layer_element(ix, None, placed, self.depth)?);
         }
         if let Some(s) = append_splice(
-            &m.path, source, &layers_c, new_layers, self.depth, &self.unit,
+            &m.path, source, layers_c, new_layers, self.depth, &self.unit,
         )? {
             splices.push(s);
         }
+        Ok(())
+    }
 
-        // <edges>: keep the original edge elements whose graph edge still exists.
+    /// The splices of `<edges>`: the original edge elements whose graph edge still exists are
+    /// kept, the others removed, and the new edges appended (or a new `<edges>` after `<layers>`).
+    fn edge_splices(
+        &self,
+        tab: &Tables,
+        placed: &Places<'a>,
+        layers_c: &xml::Container,
+        splices: &mut Vec<(Range<usize>, String)>,
+    ) -> Result<()> {
+        let m = self.m;
+        let g = &m.graph;
+        let source: &[u8] = &m.source;
         // Edges already written, by edge index.
         let mut covered = vec![false; g.g.edge_bound()];
         // Layer ids to positions, as the reader resolved them.
         let layer_of = |id: i64| m.layer_ids.get(id).map(|(i, _)| i);
         let place = |ix: NodeIndex| placed.get(ix.index()).and_then(Option::as_ref);
         let find_edge = |[fl, fp, tl, tp]: [i64; 4], covered: &[bool]| -> Option<EdgeIndex> {
-            let src = by_layer.get(layer_of(fl)?).copied().flatten()?;
-            let dst = by_layer.get(layer_of(tl)?).copied().flatten()?;
+            let src = tab.by_layer.get(layer_of(fl)?).copied().flatten()?;
+            let dst = tab.by_layer.get(layer_of(tl)?).copied().flatten()?;
             let sp = place(src)?.outputs.iter().position(|&p| p == fp)?;
             let dp = place(dst)?.inputs.iter().position(|&p| p == tp)?;
             // Through the inputs of `dst` (a few), not the outputs of `src` (maybe many).
@@ -389,7 +441,7 @@ impl<'a> Writer<'a> {
             })
             .map(|e| {
                 (
-                    topo_pos
+                    tab.topo_pos
                         .get(e.target().index())
                         .copied()
                         .unwrap_or(usize::MAX),
@@ -452,27 +504,7 @@ impl<'a> Writer<'a> {
                 splices.push((at..at, text));
             }
         }
-
-        // The source with the splices applied.
-        splices.sort_by_key(|(r, _)| r.start);
-        let mut pieces = Vec::with_capacity(splices.len() * 2 + 1);
-        let mut at = 0usize;
-        for (r, text) in splices {
-            if r.start < at {
-                return Err(fmt_err(&m.path, "overlapping edits of the .xml (a bug)"));
-            }
-            if r.start > at {
-                pieces.push(Piece::Source(at..r.start));
-            }
-            if !text.is_empty() {
-                pieces.push(Piece::Text(text));
-            }
-            at = r.end;
-        }
-        if at < source.len() {
-            pieces.push(Piece::Source(at..source.len()));
-        }
-        Ok(pieces)
+        Ok(())
     }
 
     /// Writes the changed bodies of top-level layer `layer` into its element `el`: each
@@ -667,5 +699,50 @@ impl<'a> Writer<'a> {
             .append_bin(raw.clone())
             .ok_or_else(|| self.err(n, "the .bin would exceed 2^64 bytes"))?;
         Ok((off, raw.len() as u64))
+    }
+}
+
+/// The source text with the splices applied, as pieces.
+fn apply_splices(
+    path: &Path,
+    len: usize,
+    mut splices: Vec<(Range<usize>, String)>,
+) -> Result<Vec<Piece>> {
+    splices.sort_by_key(|(r, _)| r.start);
+    let mut pieces = Vec::with_capacity(splices.len() * 2 + 1);
+    let mut at = 0usize;
+    for (r, text) in splices {
+        if r.start < at {
+            return Err(fmt_err(path, "overlapping edits of the .xml (a bug)"));
+        }
+        if r.start > at {
+            pieces.push(Piece::Source(at..r.start));
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        at = r.end;
+    }
+    if at < len {
+        pieces.push(Piece::Source(at..len));
+    }
+    Ok(pieces)
+}
+
+/// Tables of the graph being written, by node index and by layer: vectors, not hash maps (see
+/// `Places`).
+struct Tables {
+    order: Vec<NodeIndex>,
+    /// Position of each node in `order`.
+    topo_pos: Vec<usize>,
+    /// Which node each original layer became (a second node claiming the same origin is new).
+    by_layer: Vec<Option<NodeIndex>>,
+    /// The original layer of each node.
+    original_of: Vec<Option<usize>>,
+}
+
+impl Tables {
+    fn original(&self, ix: NodeIndex) -> Option<usize> {
+        self.original_of.get(ix.index()).copied().flatten()
     }
 }
