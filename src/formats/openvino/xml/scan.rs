@@ -257,13 +257,7 @@ pub(super) fn sub_str<'s>(src: &'s str, part: &[u8]) -> Option<&'s str> {
 /// callbacks are made, but the rest of the document is still checked: an XML error anywhere
 /// wins over a callback error.
 pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, ScanError<S::Error>> {
-    let mut reader = Reader::from_str(src);
-    {
-        let cfg = reader.config_mut();
-        cfg.trim_text(false);
-        cfg.check_end_names = true;
-        cfg.expand_empty_elements = false;
-    }
+    let mut reader = reader(src);
     let xml = |m: String| ScanError::Xml(m);
     let mut outline = Outline::default();
     let mut stack: Vec<Frame<'s>> = Vec::new();
@@ -286,71 +280,16 @@ pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, Scan
             Event::Eof => break,
             Event::Start(s) | Event::Empty(s) => {
                 let is_empty = matches!(src.get(start..end), Some(t) if t.ends_with("/>"));
-                let qname = s.name();
-                let name = match sub_str(src, qname.as_ref()) {
-                    Some(n) => n,
-                    None => {
-                        let n = std::str::from_utf8(qname.as_ref()).map_err(|_| {
-                            xml(format!("XML error at byte {start}: tag name is not UTF-8"))
-                        })?;
-                        reborrow(src, n).unwrap_or_default()
-                    }
-                };
-                let parent_role = stack.last().map(|f| f.role);
-                let role = match parent_role {
-                    None if !root_seen => Role::Root,
-                    None => Role::Other,
-                    Some(Role::Root) if name == "layers" && !layers_seen => {
-                        layers_seen = true;
-                        Role::Layers
-                    }
-                    Some(Role::Root) if name == "edges" && !edges_seen => {
-                        edges_seen = true;
-                        Role::Edges
-                    }
-                    Some(Role::Layers) => Role::Collect(true),
-                    Some(Role::Edges) => Role::Collect(false),
-                    Some(Role::Collect(l)) => Role::Collect(l),
-                    Some(_) => Role::Other,
-                };
+                let name = name_in(src, s.name().as_ref(), start, "tag name").map_err(xml)?;
+                let role = role_of(
+                    stack.last().map(|f| f.role),
+                    name,
+                    root_seen,
+                    &mut layers_seen,
+                    &mut edges_seen,
+                );
                 let keep = matches!(role, Role::Root | Role::Collect(_)) && sink_err.is_none();
-                attrs.clear();
-                for a in s.attributes() {
-                    let a = a.map_err(|e| xml(format!("XML error at byte {start}: {e}")))?;
-                    let key = match sub_str(src, a.key.as_ref()) {
-                        Some(k) => k,
-                        None => {
-                            let k = std::str::from_utf8(a.key.as_ref()).map_err(|_| {
-                                xml(format!(
-                                    "XML error at byte {start}: attribute name is not UTF-8"
-                                ))
-                            })?;
-                            reborrow(src, k).unwrap_or_default()
-                        }
-                    };
-                    // A value borrowed from the text needs no UTF-8 check, only unescaping
-                    // (which borrows it again unless it holds an entity).
-                    let borrowed = match &a.value {
-                        Cow::Borrowed(b) => sub_str(src, b),
-                        Cow::Owned(_) => None,
-                    };
-                    let value: Cow<'s, str> = match borrowed {
-                        Some(v) => quick_xml::escape::unescape(v).map_err(|e| {
-                            xml(format!(
-                                "XML error at byte {start}: {}",
-                                quick_xml::Error::from(e)
-                            ))
-                        })?,
-                        None => Cow::Owned(
-                            a.unescape_value()
-                                .map_err(|e| xml(format!("XML error at byte {start}: {e}")))?
-                                .into_owned(),
-                        ),
-                    };
-                    if keep {
-                        attrs.push((key, value));
-                    }
-                }
+                read_attrs(src, &s, start, keep, &mut attrs).map_err(xml)?;
                 if let Some(p) = stack.last_mut() {
                     if matches!(role, Role::Collect(_)) && !matches!(p.role, Role::Collect(_)) {
                         gap_of_collected = p.last_split;
@@ -362,13 +301,14 @@ pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, Scan
                     Role::Root => {
                         root_seen = true;
                         if sink_err.is_none() {
-                            root_frag.clear();
-                            root_frag.push(None, name, start..end, attrs.drain(..));
-                            if let Some(r) = root_frag.root() {
-                                if let Err(e) = sink.root(r) {
-                                    sink_err = Some(e);
-                                }
-                            }
+                            open_root(
+                                &mut root_frag,
+                                name,
+                                start..end,
+                                &mut attrs,
+                                sink,
+                                &mut sink_err,
+                            );
                         }
                     }
                     Role::Collect(_) if keep => {
@@ -378,14 +318,11 @@ pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, Scan
                     _ => {}
                 }
                 if is_empty {
-                    complete(
+                    empty_tag(
                         &mut stack,
                         role,
                         frag_ix,
                         start..end,
-                        start,
-                        end,
-                        true,
                         CompleteCtx {
                             frag: &mut frag,
                             outline: &mut outline,
@@ -396,33 +333,21 @@ pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, Scan
                     )
                     .map_err(xml)?;
                 } else {
-                    if stack.len() >= MAX_DEPTH {
-                        return Err(xml(format!(
-                            "XML error at byte {start}: elements nested deeper than {MAX_DEPTH}"
-                        )));
-                    }
-                    stack.push(Frame {
+                    let f = Frame {
                         name,
                         role,
                         start,
                         last_split: end,
                         frag: frag_ix,
-                    });
+                    };
+                    push_frame(&mut stack, f).map_err(xml)?;
                 }
             }
             Event::End(_) => {
-                let Some(f) = stack.pop() else {
-                    return Err(xml(format!("XML error at byte {start}: unmatched end tag")));
-                };
-                let trailing = f.last_split;
-                complete(
+                end_tag(
                     &mut stack,
-                    f.role,
-                    f.frag,
-                    f.start..end,
                     start,
-                    trailing,
-                    false,
+                    end,
                     CompleteCtx {
                         frag: &mut frag,
                         outline: &mut outline,
@@ -434,46 +359,9 @@ pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, Scan
                 .map_err(xml)?;
             }
             Event::Text(_) | Event::GeneralRef(_) => {
-                let raw = src.get(start..end).unwrap_or_default();
                 let is_ref = matches!(ev, Event::GeneralRef(_));
-                match stack.last_mut() {
-                    None => {
-                        if !raw.trim().is_empty() {
-                            return Err(xml(format!(
-                                "XML error at byte {start}: text outside the root element"
-                            )));
-                        }
-                    }
-                    Some(f) => {
-                        if is_ref {
-                            f.last_split = end;
-                        }
-                        match f.role {
-                            Role::Root if outline.unit.is_none() => {
-                                if let Some(last) = raw.rsplit('\n').next() {
-                                    if raw.contains('\n')
-                                        && !last.is_empty()
-                                        && last.trim().is_empty()
-                                    {
-                                        outline.unit = Some(last.to_string());
-                                    }
-                                }
-                            }
-                            Role::Collect(_) => {
-                                if let Some(i) = f.frag {
-                                    let k = frag.texts.len();
-                                    let range = &mut frag.elems[i].texts;
-                                    if range.start == range.end {
-                                        range.start = k;
-                                    }
-                                    range.end = k + 1;
-                                    frag.texts.push((i, raw));
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                }
+                text_event(src, start..end, is_ref, &mut stack, &mut outline, &mut frag)
+                    .map_err(xml)?;
             }
             Event::CData(_)
             | Event::Comment(_)
@@ -486,6 +374,235 @@ pub fn scan<'s, S: Sink<'s>>(src: &'s str, sink: &mut S) -> Result<Outline, Scan
             }
         }
     }
+    finish(&stack, root_seen, sink_err, outline)
+}
+
+/// A reader of `src` as the scan reads it: text kept whole, end names checked, empty elements
+/// as such.
+fn reader(src: &str) -> Reader<&[u8]> {
+    let mut reader = Reader::from_str(src);
+    {
+        let cfg = reader.config_mut();
+        cfg.trim_text(false);
+        cfg.check_end_names = true;
+        cfg.expand_empty_elements = false;
+    }
+    reader
+}
+
+/// The name `raw` of a tag or attribute (`what`) as a borrow of `src` (when quick-xml copied
+/// it, the copy is found in `src` again).
+#[inline]
+fn name_in<'s>(src: &'s str, raw: &[u8], start: usize, what: &str) -> Result<&'s str, String> {
+    match sub_str(src, raw) {
+        Some(n) => Ok(n),
+        None => {
+            let n = std::str::from_utf8(raw)
+                .map_err(|_| format!("XML error at byte {start}: {what} is not UTF-8"))?;
+            Ok(reborrow(src, n).unwrap_or_default())
+        }
+    }
+}
+
+/// The role of an element `name` whose parent has the role `parent` (`None`: at the top).
+#[inline]
+fn role_of(
+    parent: Option<Role>,
+    name: &str,
+    root_seen: bool,
+    layers_seen: &mut bool,
+    edges_seen: &mut bool,
+) -> Role {
+    match parent {
+        None if !root_seen => Role::Root,
+        None => Role::Other,
+        Some(Role::Root) if name == "layers" && !*layers_seen => {
+            *layers_seen = true;
+            Role::Layers
+        }
+        Some(Role::Root) if name == "edges" && !*edges_seen => {
+            *edges_seen = true;
+            Role::Edges
+        }
+        Some(Role::Layers) => Role::Collect(true),
+        Some(Role::Edges) => Role::Collect(false),
+        Some(Role::Collect(l)) => Role::Collect(l),
+        Some(_) => Role::Other,
+    }
+}
+
+/// The attributes of the start tag `s` at `start`, read and checked; kept in `attrs` (cleared
+/// first) when `keep`.
+#[inline]
+fn read_attrs<'s>(
+    src: &'s str,
+    s: &quick_xml::events::BytesStart<'s>,
+    start: usize,
+    keep: bool,
+    attrs: &mut Vec<(&'s str, Cow<'s, str>)>,
+) -> Result<(), String> {
+    attrs.clear();
+    for a in s.attributes() {
+        let a = a.map_err(|e| format!("XML error at byte {start}: {e}"))?;
+        let key = match sub_str(src, a.key.as_ref()) {
+            Some(k) => k,
+            None => {
+                let k = std::str::from_utf8(a.key.as_ref()).map_err(|_| {
+                    format!("XML error at byte {start}: attribute name is not UTF-8")
+                })?;
+                reborrow(src, k).unwrap_or_default()
+            }
+        };
+        // A value borrowed from the text needs no UTF-8 check, only unescaping
+        // (which borrows it again unless it holds an entity).
+        let borrowed = match &a.value {
+            Cow::Borrowed(b) => sub_str(src, b),
+            Cow::Owned(_) => None,
+        };
+        let value: Cow<'s, str> = match borrowed {
+            Some(v) => quick_xml::escape::unescape(v)
+                .map_err(|e| format!("XML error at byte {start}: {}", quick_xml::Error::from(e)))?,
+            None => Cow::Owned(
+                a.unescape_value()
+                    .map_err(|e| format!("XML error at byte {start}: {e}"))?
+                    .into_owned(),
+            ),
+        };
+        if keep {
+            attrs.push((key, value));
+        }
+    }
+    Ok(())
+}
+
+/// Character data or an entity reference (`is_ref`) at `at`.
+#[inline]
+fn text_event<'s>(
+    src: &'s str,
+    at: Range<usize>,
+    is_ref: bool,
+    stack: &mut [Frame<'s>],
+    outline: &mut Outline,
+    frag: &mut Fragment<'s>,
+) -> Result<(), String> {
+    let (start, end) = (at.start, at.end);
+    let raw = src.get(start..end).unwrap_or_default();
+    match stack.last_mut() {
+        None => {
+            if !raw.trim().is_empty() {
+                return Err(format!(
+                    "XML error at byte {start}: text outside the root element"
+                ));
+            }
+        }
+        Some(f) => {
+            if is_ref {
+                f.last_split = end;
+            }
+            match f.role {
+                Role::Root if outline.unit.is_none() => {
+                    if let Some(last) = raw.rsplit('\n').next() {
+                        if raw.contains('\n') && !last.is_empty() && last.trim().is_empty() {
+                            outline.unit = Some(last.to_string());
+                        }
+                    }
+                }
+                Role::Collect(_) => {
+                    if let Some(i) = f.frag {
+                        let k = frag.texts.len();
+                        let range = &mut frag.elems[i].texts;
+                        if range.start == range.end {
+                            range.start = k;
+                        }
+                        range.end = k + 1;
+                        frag.texts.push((i, raw));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The root element's start tag, given to the sink (its error kept in `sink_err`).
+#[inline]
+fn open_root<'s, S: Sink<'s>>(
+    root_frag: &mut Fragment<'s>,
+    name: &'s str,
+    span: Range<usize>,
+    attrs: &mut Vec<(&'s str, Cow<'s, str>)>,
+    sink: &mut S,
+    sink_err: &mut Option<S::Error>,
+) {
+    root_frag.clear();
+    root_frag.push(None, name, span, attrs.drain(..));
+    if let Some(r) = root_frag.root() {
+        if let Err(e) = sink.root(r) {
+            *sink_err = Some(e);
+        }
+    }
+}
+
+/// An empty-element tag at `span`: the element is complete at once.
+#[inline]
+fn empty_tag<'s, S: Sink<'s>>(
+    stack: &mut [Frame<'s>],
+    role: Role,
+    frag_ix: Option<usize>,
+    span: Range<usize>,
+    cx: CompleteCtx<'_, 's, S>,
+) -> Result<(), String> {
+    let (start, end) = (span.start, span.end);
+    complete(stack, role, frag_ix, span, start, end, true, cx)
+}
+
+/// A start tag's element `f` opened (at most [`MAX_DEPTH`] deep).
+#[inline]
+fn push_frame<'s>(stack: &mut Vec<Frame<'s>>, f: Frame<'s>) -> Result<(), String> {
+    if stack.len() >= MAX_DEPTH {
+        return Err(format!(
+            "XML error at byte {}: elements nested deeper than {MAX_DEPTH}",
+            f.start
+        ));
+    }
+    stack.push(f);
+    Ok(())
+}
+
+/// An end tag at `start..end`: the element on top of `stack` is complete.
+#[inline]
+fn end_tag<'s, S: Sink<'s>>(
+    stack: &mut Vec<Frame<'s>>,
+    start: usize,
+    end: usize,
+    cx: CompleteCtx<'_, 's, S>,
+) -> Result<(), String> {
+    let Some(f) = stack.pop() else {
+        return Err(format!("XML error at byte {start}: unmatched end tag"));
+    };
+    let trailing = f.last_split;
+    complete(
+        stack,
+        f.role,
+        f.frag,
+        f.start..end,
+        start,
+        trailing,
+        false,
+        cx,
+    )
+}
+
+/// The outline, once the whole text is read: every element closed, a root seen, the sink
+/// without error.
+fn finish<E>(
+    stack: &[Frame<'_>],
+    root_seen: bool,
+    sink_err: Option<E>,
+    outline: Outline,
+) -> Result<Outline, ScanError<E>> {
+    let xml = |m: String| ScanError::Xml(m);
     if let Some(f) = stack.last() {
         return Err(xml(format!(
             "XML error: element <{}> is not closed at the end of the file",
