@@ -382,31 +382,7 @@ impl Document {
                 Event::Eof => break,
                 Event::Start(s) | Event::Empty(s) => {
                     let is_empty = matches!(src.get(start..end), Some(t) if t.ends_with("/>"));
-                    let name = std::str::from_utf8(s.name().as_ref())
-                        .map_err(|_| format!("XML error at byte {start}: tag name is not UTF-8"))?
-                        .to_string();
-                    let mut attrs = Vec::new();
-                    for a in s.attributes() {
-                        let a = a.map_err(|e| format!("XML error at byte {start}: {e}"))?;
-                        let key = std::str::from_utf8(a.key.as_ref())
-                            .map_err(|_| {
-                                format!("XML error at byte {start}: attribute name is not UTF-8")
-                            })?
-                            .to_string();
-                        let value = a
-                            .unescape_value()
-                            .map_err(|e| format!("XML error at byte {start}: {e}"))?
-                            .into_owned();
-                        attrs.push((key, value));
-                    }
-                    let el = Element {
-                        name,
-                        attrs,
-                        children: Vec::new(),
-                        span: Some(start..end),
-                        start: Some(TagText::Source(start..end)),
-                        end: None,
-                    };
+                    let el = start_element(&s, start, end)?;
                     if is_empty {
                         XmlNode::Element(el)
                     } else {
@@ -495,6 +471,37 @@ impl Document {
         }
         out
     }
+}
+
+/// The element of the start tag `s` at `start..end` (its span ends there until its end tag).
+fn start_element(
+    s: &quick_xml::events::BytesStart<'_>,
+    start: usize,
+    end: usize,
+) -> Result<Element, String> {
+    let name = std::str::from_utf8(s.name().as_ref())
+        .map_err(|_| format!("XML error at byte {start}: tag name is not UTF-8"))?
+        .to_string();
+    let mut attrs = Vec::new();
+    for a in s.attributes() {
+        let a = a.map_err(|e| format!("XML error at byte {start}: {e}"))?;
+        let key = std::str::from_utf8(a.key.as_ref())
+            .map_err(|_| format!("XML error at byte {start}: attribute name is not UTF-8"))?
+            .to_string();
+        let value = a
+            .unescape_value()
+            .map_err(|e| format!("XML error at byte {start}: {e}"))?
+            .into_owned();
+        attrs.push((key, value));
+    }
+    Ok(Element {
+        name,
+        attrs,
+        children: Vec::new(),
+        span: Some(start..end),
+        start: Some(TagText::Source(start..end)),
+        end: None,
+    })
 }
 
 fn pos(reader: &Reader<&[u8]>) -> usize {
