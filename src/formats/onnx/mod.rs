@@ -9,6 +9,7 @@
 //! changed graph rebuilds only `graph.node`, `graph.initializer` and `graph.value_info`, copying
 //! the bytes of every node no pass touched.
 
+mod build;
 mod external;
 mod light;
 mod read;
@@ -17,6 +18,7 @@ pub mod subgraph;
 mod tensor;
 pub mod write;
 
+use build::*;
 use external::*;
 use light::*;
 pub(crate) use read::holds_bodies;
