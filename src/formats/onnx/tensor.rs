@@ -63,7 +63,8 @@ impl ExternalFiles {
             self.maps.insert(location.to_string(), b.clone());
             return Ok(b);
         }
-        let (b, file) = crate::formats::fs::map_file_with_handle(&path).map_err(|e| e.to_string())?;
+        let (b, file) =
+            crate::formats::fs::map_file_with_handle(&path).map_err(|e| e.to_string())?;
         self.paths.push(path);
         self.maps.insert(location.to_string(), b.clone());
         self.sources.push(super::write::Source {
