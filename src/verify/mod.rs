@@ -380,7 +380,6 @@ fn labelled(label: &str, msg: &str) -> String {
 /// in that case (a control value may need other sizes than the others: silero-vad takes 512
 /// samples at sr=16000 and 256 at sr=8000). Sizes that served a case are tried first next.
 /// `Err`: the verification cannot run at all.
-#[allow(clippy::type_complexity)]
 fn bind_cases(
     a: &pb::ModelProto,
     dir: &Path,
@@ -411,7 +410,6 @@ fn bind_cases(
 /// when every run matched; `Some(reason)` when tract could not run the original (the case is
 /// not verified); `Err`: the verification's outcome (a mismatch, or the transformed model does
 /// not run).
-#[allow(clippy::too_many_arguments)]
 fn run_case(
     b: &pb::ModelProto,
     dir: &Path,
