@@ -1,184 +1,7 @@
-//! Writing OpenVINO IR: the untouched file as it was read, or the source text with splices and a compacted `.bin`.
+//! The `Writer`: the changed document rebuilt as splices of the source text, and the `.bin` with
+//! its new constants.
 
-use super::read::packed_size;
 use super::*;
-use petgraph::visit::{EdgeIndexable, NodeIndexable};
-use std::borrow::Cow;
-
-/// The IR `precision` name of a port of element type `d`.
-pub(super) fn precision_name(d: DType) -> String {
-    match d {
-        DType::Bool => "BOOL".to_string(),
-        DType::F32 => "FP32".to_string(),
-        DType::F16 => "FP16".to_string(),
-        DType::F64 => "FP64".to_string(),
-        other => other.ov_name().to_ascii_uppercase(),
-    }
-}
-
-impl OvModel {
-    /// What would be written: the `.xml` as pieces and the `.bin` as parts.
-    pub(super) fn plan(&self) -> Result<(Vec<Piece>, Vec<BinPart>)> {
-        let bin = self.bin.clone().unwrap_or_default();
-        if self.is_untouched() {
-            let whole = vec![BinPart::Original(0..bin.len())];
-            return Ok((vec![Piece::Source(0..self.source.len())], whole));
-        }
-        let mut w = Writer::new(self, bin);
-        let pieces = w.rebuild()?;
-        Ok((pieces, w.bin_parts()))
-    }
-}
-
-/// A part of a written file.
-pub(super) enum Out<'a> {
-    /// A byte range of the file read.
-    Original(Range<usize>),
-    /// New bytes.
-    New(&'a [u8]),
-}
-
-/// Ranges at least this long are copied file to file.
-pub(super) const COPY_MIN: usize = 1 << 16;
-
-/// Writes `parts` to a temporary file beside `target`, to be renamed over it by
-/// [`crate::formats::output::commit`]. Original ranges come from `orig` (the map of the file
-/// read), or, for long ones, straight from `orig_file` while it is still that file (see
-/// [`crate::formats::copy`]); the writes run on a writer thread.
-pub(super) fn stage_copying<'a>(
-    target: &Path,
-    parts: impl Iterator<Item = Out<'a>>,
-    orig: &'a Bytes,
-    orig_file: Option<&FileId>,
-) -> Result<crate::formats::output::Staged> {
-    let tmp = crate::formats::output::Staged::new(target)?;
-    write_parts(&tmp, parts, orig, orig_file)?;
-    Ok(tmp)
-}
-
-/// Writes `parts` to `tmp` from its current position (see [`stage_copying`]).
-pub(super) fn write_parts<'a>(
-    tmp: &crate::formats::output::Staged,
-    parts: impl Iterator<Item = Out<'a>>,
-    orig: &'a Bytes,
-    orig_file: Option<&FileId>,
-) -> Result<()> {
-    const FLUSH_AT: usize = 1 << 20;
-    let io = |source| Error::Io {
-        path: tmp.target().to_path_buf(),
-        source,
-    };
-    let from = orig_file.and_then(|p| same_file(p, orig));
-    crate::formats::copy::with_sink(tmp.as_file(), |sink| {
-        let mut buf = sink.data_buf(FLUSH_AT);
-        for p in parts {
-            let b: &'a [u8] = match p {
-                Out::Original(r) => {
-                    if let (Some(f), true) = (from.as_ref(), r.len() >= COPY_MIN) {
-                        sink.flush_buf(&mut buf, FLUSH_AT)?;
-                        sink.copy(f, r.start as u64, r.len() as u64)?;
-                        continue;
-                    }
-                    orig.get(r).unwrap_or_default()
-                }
-                Out::New(b) => b,
-            };
-            if b.len() >= COPY_MIN {
-                // Long: written from where it is, not through the buffer.
-                sink.flush_buf(&mut buf, FLUSH_AT)?;
-                sink.slice(b)?;
-            } else {
-                buf.extend_from_slice(b);
-                if buf.len() >= FLUSH_AT {
-                    sink.flush_buf(&mut buf, FLUSH_AT)?;
-                }
-            }
-        }
-        sink.data(buf)
-    })
-    .map_err(io)
-}
-
-/// The XML identity a node gets in the written file (an original layer's port lists are
-/// borrowed from its record while the node has as many ports as the layer had).
-#[derive(Debug, Clone)]
-pub(super) struct Placed<'a> {
-    id: i64,
-    inputs: Cow<'a, [i64]>,
-    outputs: Cow<'a, [i64]>,
-}
-
-/// Where each node is placed, indexed by node index (dense: a 600,000-layer model looks
-/// nodes up millions of times while writing).
-type Places<'a> = Vec<Option<Placed<'a>>>;
-
-/// A `.bin` at least this long keeps its layout when little of it is no longer referenced
-/// ([`keeps_layout`]).
-pub(super) const KEEP_LAYOUT_MIN: u64 = 64 << 20;
-
-/// Whether a `.bin` of `len` bytes, `referenced` of which are still used by a constant, is
-/// written with its layout unchanged (every byte where it was, new constants after the end)
-/// rather than compacted: when it is at least [`KEEP_LAYOUT_MIN`] bytes and at most 1/256 of it
-/// is left unreferenced. Kept whole, the `.bin` is one file-to-file copy that can start before
-/// the model is loaded ([`super::BinCopy`]); the price is at most 0.4 % of the file in bytes
-/// nothing reads (as when a body changes, which keeps the whole `.bin` too). Measured on
-/// `big_1gb.xml` (256 KB of 1 GB no longer referenced after the default passes), best of 3 in
-/// two bench runs: 0.267 and 0.289 s with the copy started at load, `cp` 0.262 and 0.277 s;
-/// compacted, 0.41-0.50 s in the runs before (`bench/RESULTS.md`).
-pub(super) fn keeps_layout(len: u64, referenced: u64) -> bool {
-    len >= KEEP_LAYOUT_MIN && len.saturating_sub(referenced) <= len / 256
-}
-
-/// The kept ranges of the original `.bin` and where they go in the written one.
-#[derive(Debug, Default)]
-pub(super) struct Compaction {
-    /// Disjoint, sorted `(old start, old end, new start)`.
-    kept: Vec<(u64, u64, u64)>,
-    /// Total size of the kept ranges.
-    len: u64,
-}
-
-impl Compaction {
-    /// Merges the referenced `(offset, size)` ranges (overlapping or touching ranges become one,
-    /// so shared bytes stay shared); empty ranges keep nothing.
-    fn new(mut refs: Vec<(u64, u64)>) -> Compaction {
-        refs.retain(|&(_, size)| size > 0);
-        refs.sort_unstable();
-        let mut kept: Vec<(u64, u64, u64)> = Vec::new();
-        let mut len = 0u64;
-        for (off, size) in refs {
-            let end = off.saturating_add(size);
-            match kept.last_mut() {
-                Some(last) if off <= last.1 => {
-                    if end > last.1 {
-                        len += end - last.1;
-                        last.1 = end;
-                    }
-                }
-                _ => {
-                    kept.push((off, end, len));
-                    len += end - off;
-                }
-            }
-        }
-        Compaction { kept, len }
-    }
-
-    /// Where original offset `off` is in the compacted `.bin` (an offset in a dropped gap maps
-    /// to where the gap was, which only empty ranges use).
-    fn map(&self, off: u64) -> u64 {
-        let i = self.kept.partition_point(|&(start, _, _)| start <= off);
-        match i.checked_sub(1).map(|i| self.kept[i]) {
-            Some((start, end, new)) => new + (off.min(end) - start),
-            None => 0,
-        }
-    }
-
-    /// True when nothing moves: the kept bytes are the whole `.bin` of `len` bytes.
-    fn is_whole(&self, len: u64) -> bool {
-        self.len == len
-    }
-}
 
 /// Builds the changed document and `.bin`.
 pub(super) struct Writer<'a> {
@@ -205,7 +28,7 @@ pub(super) struct Writer<'a> {
 }
 
 impl<'a> Writer<'a> {
-    fn new(m: &'a OvModel, bin: Bytes) -> Writer<'a> {
+    pub(super) fn new(m: &'a OvModel, bin: Bytes) -> Writer<'a> {
         let unit = m.outline.unit.clone().unwrap_or_else(|| "\t".to_string());
         Writer {
             m,
@@ -223,7 +46,7 @@ impl<'a> Writer<'a> {
 
     /// The written `.bin`: the kept ranges of the original (the original itself when all of it
     /// is kept), then the new constants.
-    fn bin_parts(self) -> Vec<BinPart> {
+    pub(super) fn bin_parts(self) -> Vec<BinPart> {
         let mut parts = Vec::with_capacity(self.compaction.kept.len() + self.new_parts.len());
         if self.compaction.is_whole(self.bin.len() as u64) {
             parts.push(BinPart::Original(0..self.bin.len()));
@@ -287,7 +110,23 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn rebuild(&mut self) -> Result<Vec<Piece>> {
+    pub(super) fn rebuild(&mut self) -> Result<Vec<Piece>> {
+        let m = self.m;
+        let tab = self.tables()?;
+        let placed = self.place(&tab);
+        self.compact(&tab);
+        let source: &[u8] = &m.source;
+        let Some(layers_c) = m.outline.layers.clone() else {
+            return Err(fmt_err(&m.path, "<net> has no <layers>"));
+        };
+        let mut splices: Vec<(Range<usize>, String)> = Vec::new();
+        self.layer_splices(&tab, &placed, &layers_c, &mut splices)?;
+        self.edge_splices(&tab, &placed, &layers_c, &mut splices)?;
+        apply_splices(&m.path, source.len(), splices)
+    }
+
+    /// The tables the steps of [`Writer::rebuild`] share.
+    fn tables(&self) -> Result<Tables> {
         let m = self.m;
         let g = &m.graph;
         let order = g.topo_order().map_err(|c| Error::Node {
@@ -326,14 +165,23 @@ impl<'a> Writer<'a> {
                 }
             }
         }
-        let original = |ix: NodeIndex| original_of.get(ix.index()).copied().flatten();
+        Ok(Tables {
+            order,
+            topo_pos,
+            by_layer,
+            original_of,
+        })
+    }
 
-        // Ids: originals keep theirs; new layers and new ports get fresh ones.
+    /// Ids: originals keep theirs; new layers and new ports get fresh ones.
+    fn place(&self, tab: &Tables) -> Places<'a> {
+        let m = self.m;
+        let g = &m.graph;
         let mut next_id = m.layers.iter().map(|r| r.id).max().unwrap_or(-1);
-        let mut placed: Places = vec![None; bound];
-        for &ix in &order {
+        let mut placed: Places = vec![None; g.g.node_bound()];
+        for &ix in &tab.order {
             let n = g.node(ix);
-            let p = match original(ix) {
+            let p = match tab.original(ix) {
                 Some(i) => {
                     let r = &m.layers[i];
                     let ports = |had: &'a [i64], want: usize, fresh: &mut dyn FnMut() -> i64| {
@@ -378,37 +226,45 @@ impl<'a> Writer<'a> {
             };
             placed[ix.index()] = Some(p);
         }
+        placed
+    }
 
-        // Layers needing a rebuilt element.
+    /// True when the layer of `ix` needs a rebuilt element.
+    fn needs_rebuild(&self, tab: &Tables, ix: NodeIndex) -> bool {
+        let m = self.m;
+        let g = &m.graph;
         let changed_value =
             |ix: NodeIndex, port: usize| g.node(ix).outputs.get(port).is_some_and(|v| v.ty_changed);
-        let needs_rebuild = |ix: NodeIndex| -> bool {
-            let n = g.node(ix);
-            let Some(i) = original(ix) else {
-                return true;
-            };
-            let r = &m.layers[i];
-            n.dirty
-                || n.num_inputs as usize != r.input_ports.len()
-                || n.outputs.len() != r.output_ports.len()
-                || n.outputs.iter().any(|v| v.ty_changed)
-                || g.g
-                    .edges_directed(ix, Direction::Incoming)
-                    .any(|e| changed_value(e.source(), e.weight().src_port as usize))
+        let n = g.node(ix);
+        let Some(i) = tab.original(ix) else {
+            return true;
         };
+        let r = &m.layers[i];
+        n.dirty
+            || n.num_inputs as usize != r.input_ports.len()
+            || n.outputs.len() != r.output_ports.len()
+            || n.outputs.iter().any(|v| v.ty_changed)
+            || g.g
+                .edges_directed(ix, Direction::Incoming)
+                .any(|e| changed_value(e.source(), e.weight().src_port as usize))
+    }
 
-        // The original `.bin` ranges the written Const layers refer to.
+    /// The original `.bin` ranges the written Const layers refer to, and the compaction that
+    /// keeps them.
+    fn compact(&mut self, tab: &Tables) {
+        let m = self.m;
+        let g = &m.graph;
         let mut refs: Vec<(u64, u64)> = Vec::new();
-        for &ix in &order {
+        for &ix in &tab.order {
             let n = g.node(ix);
             let Origin::OvLayer(i) = n.origin else {
                 continue;
             };
             let i = i as usize;
-            let original = original(ix) == Some(i);
+            let original = tab.original(ix) == Some(i);
             if let Some(range) = m.layers.get(i).and_then(|r| r.const_range) {
                 match &n.kind {
-                    _ if original && !needs_rebuild(ix) => refs.push(range),
+                    _ if original && !self.needs_rebuild(tab, ix) => refs.push(range),
                     NodeKind::Const(t)
                         if matches!(&t.data, TensorData::Raw(raw)
                             if self.same_as_original(range, raw)) =>
@@ -442,19 +298,24 @@ impl<'a> Writer<'a> {
         if !self.in_body {
             self.bin_len = self.compaction.len;
         }
+    }
 
+    /// The splices of `<layers>`: rebuilt layers, layers whose offsets or bodies changed, removed
+    /// layers, and the new layers appended.
+    fn layer_splices(
+        &mut self,
+        tab: &Tables,
+        placed: &Places<'a>,
+        layers_c: &xml::Container,
+        splices: &mut Vec<(Range<usize>, String)>,
+    ) -> Result<()> {
+        let m = self.m;
         let source: &[u8] = &m.source;
-        let Some(layers_c) = m.outline.layers.clone() else {
-            return Err(fmt_err(&m.path, "<net> has no <layers>"));
-        };
-        let mut splices: Vec<(Range<usize>, String)> = Vec::new();
-
-        // <layers>
         for (i, ls) in m.layer_srcs.iter().enumerate() {
-            match by_layer.get(i).copied().flatten() {
-                Some(ix) if needs_rebuild(ix) => {
+            match tab.by_layer.get(i).copied().flatten() {
+                Some(ix) if self.needs_rebuild(tab, ix) => {
                     let (sub, base) = materialize(&m.path, source, ls.span.clone())?;
-                    let mut rebuilt = self.layer_element(ix, Some(&base), &placed, self.depth)?;
+                    let mut rebuilt = self.layer_element(ix, Some(&base), placed, self.depth)?;
                     // Its own `<data>` is set already; its body's constants are not.
                     for c in rebuilt.children.iter_mut() {
                         if let XmlNode::Element(e) = c {
@@ -511,31 +372,45 @@ impl<'a> Writer<'a> {
                 None => splices.push((drop_range(source, ls.gap, &ls.span), String::new())),
             }
         }
-        let mut new_nodes: Vec<NodeIndex> = order
+        let mut new_nodes: Vec<NodeIndex> = tab
+            .order
             .iter()
             .copied()
-            .filter(|&ix| original(ix).is_none())
+            .filter(|&ix| tab.original(ix).is_none())
             .collect();
-        new_nodes.sort_by_key(|ix| topo_pos[ix.index()]);
+        new_nodes.sort_by_key(|ix| tab.topo_pos[ix.index()]);
         let mut new_layers = Vec::with_capacity(new_nodes.len());
         for ix in new_nodes {
-            new_layers.push(self.layer_element(ix, None, &placed, self.depth)?);
+            new_layers.push(self.layer_element(ix, None, placed, self.depth)?);
         }
         if let Some(s) = append_splice(
-            &m.path, source, &layers_c, new_layers, self.depth, &self.unit,
+            &m.path, source, layers_c, new_layers, self.depth, &self.unit,
         )? {
             splices.push(s);
         }
+        Ok(())
+    }
 
-        // <edges>: keep the original edge elements whose graph edge still exists.
+    /// The splices of `<edges>`: the original edge elements whose graph edge still exists are
+    /// kept, the others removed, and the new edges appended (or a new `<edges>` after `<layers>`).
+    fn edge_splices(
+        &self,
+        tab: &Tables,
+        placed: &Places<'a>,
+        layers_c: &xml::Container,
+        splices: &mut Vec<(Range<usize>, String)>,
+    ) -> Result<()> {
+        let m = self.m;
+        let g = &m.graph;
+        let source: &[u8] = &m.source;
         // Edges already written, by edge index.
         let mut covered = vec![false; g.g.edge_bound()];
         // Layer ids to positions, as the reader resolved them.
         let layer_of = |id: i64| m.layer_ids.get(id).map(|(i, _)| i);
         let place = |ix: NodeIndex| placed.get(ix.index()).and_then(Option::as_ref);
         let find_edge = |[fl, fp, tl, tp]: [i64; 4], covered: &[bool]| -> Option<EdgeIndex> {
-            let src = by_layer.get(layer_of(fl)?).copied().flatten()?;
-            let dst = by_layer.get(layer_of(tl)?).copied().flatten()?;
+            let src = tab.by_layer.get(layer_of(fl)?).copied().flatten()?;
+            let dst = tab.by_layer.get(layer_of(tl)?).copied().flatten()?;
             let sp = place(src)?.outputs.iter().position(|&p| p == fp)?;
             let dp = place(dst)?.inputs.iter().position(|&p| p == tp)?;
             // Through the inputs of `dst` (a few), not the outputs of `src` (maybe many).
@@ -566,7 +441,7 @@ impl<'a> Writer<'a> {
             })
             .map(|e| {
                 (
-                    topo_pos
+                    tab.topo_pos
                         .get(e.target().index())
                         .copied()
                         .unwrap_or(usize::MAX),
@@ -629,27 +504,7 @@ impl<'a> Writer<'a> {
                 splices.push((at..at, text));
             }
         }
-
-        // The source with the splices applied.
-        splices.sort_by_key(|(r, _)| r.start);
-        let mut pieces = Vec::with_capacity(splices.len() * 2 + 1);
-        let mut at = 0usize;
-        for (r, text) in splices {
-            if r.start < at {
-                return Err(fmt_err(&m.path, "overlapping edits of the .xml (a bug)"));
-            }
-            if r.start > at {
-                pieces.push(Piece::Source(at..r.start));
-            }
-            if !text.is_empty() {
-                pieces.push(Piece::Text(text));
-            }
-            at = r.end;
-        }
-        if at < source.len() {
-            pieces.push(Piece::Source(at..source.len()));
-        }
-        Ok(pieces)
+        Ok(())
     }
 
     /// Writes the changed bodies of top-level layer `layer` into its element `el`: each
@@ -847,212 +702,47 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// An attribute as OpenVINO writes it in `<data>`; `None` for what IR cannot hold.
-pub(super) fn attr_text(a: &Attr) -> Option<String> {
-    let join = |v: Vec<String>| v.join(",");
-    Some(match a {
-        Attr::String(s) => s.clone(),
-        Attr::Int(v) => v.to_string(),
-        Attr::Ints(v) => join(v.iter().map(|x| x.to_string()).collect()),
-        Attr::Float(v) => v.to_string(),
-        Attr::Floats(v) => join(v.iter().map(|x| x.to_string()).collect()),
-        Attr::Strings(v) => v.join(","),
-        Attr::Tensor(_) | Attr::Opaque => return None,
-    })
-}
-
-/// Replaces the ports of `<group>` (input/output) of a layer: each port keeps its original
-/// element (attributes, `rt_info`) where one exists, with `precision`, `names` and `<dim>`s set
-/// from the graph. `after` names the element the group follows when it must be created.
-pub(super) fn set_ports(
-    el: &mut Element,
-    group: &str,
-    ports: &[(i64, Option<&ValueType>, Option<&str>)],
-    after: &str,
-) {
-    let gi = el.child_index(group);
-    if ports.is_empty() {
-        if let Some(i) = gi {
-            el.children.remove(i);
-        }
-        return;
-    }
-    let mut old: HashMap<String, Element> = HashMap::new();
-    if let Some(XmlNode::Element(ge)) = gi.and_then(|i| el.children.get(i)) {
-        for pe in ge.elements().filter(|e| e.name == "port") {
-            if let Some(id) = pe.attr("id") {
-                old.entry(id.trim().to_string())
-                    .or_insert_with(|| pe.clone());
-            }
-        }
-    }
-    let mut ge = match gi.and_then(|i| el.children.get(i)) {
-        Some(XmlNode::Element(e)) => Element {
-            children: Vec::new(),
-            span: None,
-            ..e.clone()
-        },
-        _ => Element::new(group),
-    };
-    for (id, ty, names) in ports {
-        let mut pe = old
-            .remove(&id.to_string())
-            .unwrap_or_else(|| Element::new("port"));
-        let before = pe.clone();
-        pe.set_attr("id", &id.to_string());
-        if let Some(ty) = ty {
-            match ty.dtype {
-                Some(d) => pe.set_attr("precision", &precision_name(d)),
-                None => pe.remove_attr("precision"),
-            }
-        }
-        if let Some(names) = names {
-            if names.is_empty() {
-                pe.remove_attr("names");
-            } else {
-                pe.set_attr("names", names);
-            }
-        }
-        if let Some(shape) = ty.and_then(|t| t.shape.as_ref()) {
-            let dims: Vec<XmlNode> = shape
-                .iter()
-                .map(|d| {
-                    let mut de = Element::new("dim");
-                    de.children.push(XmlNode::Text(format_dim(d)));
-                    XmlNode::Element(de)
-                })
-                .collect();
-            let same = {
-                let old_dims: Vec<String> = pe
-                    .elements()
-                    .filter(|e| e.name == "dim")
-                    .map(|e| e.text().trim().to_string())
-                    .collect();
-                old_dims == shape.iter().map(format_dim).collect::<Vec<_>>()
-            };
-            if !same {
-                let rest: Vec<XmlNode> = pe
-                    .children
-                    .drain(..)
-                    .filter(|c| !matches!(c, XmlNode::Element(e) if e.name == "dim"))
-                    .collect();
-                pe.children = dims;
-                pe.children.extend(rest);
-                pe.span = None;
-            }
-        }
-        if pe.attrs == before.attrs && pe.children == before.children {
-            pe.span = before.span;
-        }
-        ge.children.push(XmlNode::Element(pe));
-    }
-    match gi {
-        Some(i) => el.children[i] = XmlNode::Element(ge),
-        None => {
-            let at = el
-                .child_index(after)
-                .or_else(|| el.child_index("data"))
-                .map(|i| i + 1)
-                .unwrap_or(0);
-            el.children.insert(at, XmlNode::Element(ge));
-        }
-    }
-}
-
-/// Appends `el` as the last element child of `parent` (at nesting `depth`), before the
-/// closing whitespace.
-pub(super) fn append_child(parent: &mut Element, mut el: Element, depth: usize, unit: &str) {
-    el.reindent(depth, unit);
-    let at = match parent.children.last() {
-        Some(XmlNode::Text(t)) if t.trim().is_empty() => parent.children.len() - 1,
-        _ => parent.children.len(),
-    };
-    if at == parent.children.len() {
-        parent.children.push(XmlNode::Text(format!(
-            "\n{}",
-            unit.repeat(depth.saturating_sub(1))
-        )));
-    }
-    parent
-        .children
-        .insert(at, XmlNode::Text(format!("\n{}", unit.repeat(depth))));
-    parent.children.insert(at + 1, XmlNode::Element(el));
-}
-
-/// The source range to delete for a dropped element at `span`: the element, and the text node
-/// before it (starting at `gap`) when that is whitespace only.
-pub(super) fn drop_range(source: &[u8], gap: usize, span: &Range<usize>) -> Range<usize> {
-    let ws = source
-        .get(gap..span.start)
-        .and_then(|b| std::str::from_utf8(b).ok())
-        .is_some_and(|t| !t.is_empty() && t.trim().is_empty());
-    if ws {
-        gap..span.end
-    } else {
-        span.clone()
-    }
-}
-
-/// The edit appending `els` as the last element children of container `c` (at nesting
-/// `depth`), each on its own line before the closing whitespace (added when missing).
-pub(super) fn append_splice(
+/// The source text with the splices applied, as pieces.
+fn apply_splices(
     path: &Path,
-    source: &[u8],
-    c: &xml::Container,
-    els: Vec<Element>,
-    depth: usize,
-    unit: &str,
-) -> Result<Option<(Range<usize>, String)>> {
-    if els.is_empty() {
-        return Ok(None);
-    }
-    if c.empty {
-        // `<name ... />`: rebuilt with its attributes and the new children.
-        let (sub, mut parent) = materialize(path, source, c.span.clone())?;
-        parent.span = None;
-        for el in els {
-            append_child(&mut parent, el, depth, unit);
+    len: usize,
+    mut splices: Vec<(Range<usize>, String)>,
+) -> Result<Vec<Piece>> {
+    splices.sort_by_key(|(r, _)| r.start);
+    let mut pieces = Vec::with_capacity(splices.len() * 2 + 1);
+    let mut at = 0usize;
+    for (r, text) in splices {
+        if r.start < at {
+            return Err(fmt_err(path, "overlapping edits of the .xml (a bug)"));
         }
-        let mut text = String::new();
-        parent.write(sub, &mut text);
-        return Ok(Some((c.span.clone(), text)));
+        if r.start > at {
+            pieces.push(Piece::Source(at..r.start));
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        at = r.end;
     }
-    let ws = source
-        .get(c.trailing..c.end_tag)
-        .and_then(|b| std::str::from_utf8(b).ok())
-        .is_some_and(|t| !t.is_empty() && t.trim().is_empty());
-    let inner = format!("\n{}", unit.repeat(depth));
-    let mut text = String::new();
-    for mut el in els {
-        el.reindent(depth, unit);
-        text.push_str(&inner);
-        el.write("", &mut text);
+    if at < len {
+        pieces.push(Piece::Source(at..len));
     }
-    let at = if ws {
-        c.trailing
-    } else {
-        text.push('\n');
-        text.push_str(&unit.repeat(depth.saturating_sub(1)));
-        c.end_tag
-    };
-    Ok(Some((at..at, text)))
+    Ok(pieces)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Tables of the graph being written, by node index and by layer: vectors, not hash maps (see
+/// `Places`).
+struct Tables {
+    order: Vec<NodeIndex>,
+    /// Position of each node in `order`.
+    topo_pos: Vec<usize>,
+    /// Which node each original layer became (a second node claiming the same origin is new).
+    by_layer: Vec<Option<NodeIndex>>,
+    /// The original layer of each node.
+    original_of: Vec<Option<usize>>,
+}
 
-    #[test]
-    fn a_bin_keeps_its_layout_from_64_mb_up_to_a_256th_unreferenced() {
-        let len = KEEP_LAYOUT_MIN;
-        assert!(keeps_layout(len, len));
-        assert!(keeps_layout(len, len - len / 256));
-        assert!(!keeps_layout(len, len - len / 256 - 1));
-        assert!(!keeps_layout(len, 0));
-        assert!(
-            !keeps_layout(len - 1, len - 1),
-            "shorter than 64 MB: compacted"
-        );
-        assert!(keeps_layout(u64::MAX, u64::MAX - u64::MAX / 256));
+impl Tables {
+    fn original(&self, ix: NodeIndex) -> Option<usize> {
+        self.original_of.get(ix.index()).copied().flatten()
     }
 }

@@ -1,0 +1,190 @@
+//! Writing OpenVINO IR: the untouched file as it was read, or the source text with splices and a compacted `.bin`.
+
+use super::read::packed_size;
+use super::*;
+use petgraph::visit::{EdgeIndexable, NodeIndexable};
+use std::borrow::Cow;
+
+mod edit;
+mod writer;
+
+use edit::*;
+use writer::Writer;
+
+/// The IR `precision` name of a port of element type `d`.
+pub(super) fn precision_name(d: DType) -> String {
+    match d {
+        DType::Bool => "BOOL".to_string(),
+        DType::F32 => "FP32".to_string(),
+        DType::F16 => "FP16".to_string(),
+        DType::F64 => "FP64".to_string(),
+        other => other.ov_name().to_ascii_uppercase(),
+    }
+}
+
+impl OvModel {
+    /// What would be written: the `.xml` as pieces and the `.bin` as parts.
+    pub(super) fn plan(&self) -> Result<(Vec<Piece>, Vec<BinPart>)> {
+        let bin = self.bin.clone().unwrap_or_default();
+        if self.is_untouched() {
+            let whole = vec![BinPart::Original(0..bin.len())];
+            return Ok((vec![Piece::Source(0..self.source.len())], whole));
+        }
+        let mut w = Writer::new(self, bin);
+        let pieces = w.rebuild()?;
+        Ok((pieces, w.bin_parts()))
+    }
+}
+
+/// A part of a written file.
+pub(super) enum Out<'a> {
+    /// A byte range of the file read.
+    Original(Range<usize>),
+    /// New bytes.
+    New(&'a [u8]),
+}
+
+/// Ranges at least this long are copied file to file.
+pub(super) const COPY_MIN: usize = 1 << 16;
+
+/// Writes `parts` to a temporary file beside `target`, to be renamed over it by
+/// [`crate::formats::output::commit`]. Original ranges come from `orig` (the map of the file
+/// read), or, for long ones, straight from `orig_file` while it is still that file (see
+/// [`crate::formats::copy`]); the writes run on a writer thread.
+pub(super) fn stage_copying<'a>(
+    target: &Path,
+    parts: impl Iterator<Item = Out<'a>>,
+    orig: &'a Bytes,
+    orig_file: Option<&FileId>,
+) -> Result<crate::formats::output::Staged> {
+    let tmp = crate::formats::output::Staged::new(target)?;
+    write_parts(&tmp, parts, orig, orig_file)?;
+    Ok(tmp)
+}
+
+/// Writes `parts` to `tmp` from its current position (see [`stage_copying`]).
+pub(super) fn write_parts<'a>(
+    tmp: &crate::formats::output::Staged,
+    parts: impl Iterator<Item = Out<'a>>,
+    orig: &'a Bytes,
+    orig_file: Option<&FileId>,
+) -> Result<()> {
+    const FLUSH_AT: usize = 1 << 20;
+    let io = |source| Error::Io {
+        path: tmp.target().to_path_buf(),
+        source,
+    };
+    let from = orig_file.and_then(|p| same_file(p, orig));
+    crate::formats::copy::with_sink(tmp.as_file(), |sink| {
+        let mut buf = sink.data_buf(FLUSH_AT);
+        for p in parts {
+            let b: &'a [u8] = match p {
+                Out::Original(r) => {
+                    if let (Some(f), true) = (from.as_ref(), r.len() >= COPY_MIN) {
+                        sink.flush_buf(&mut buf, FLUSH_AT)?;
+                        sink.copy(f, r.start as u64, r.len() as u64)?;
+                        continue;
+                    }
+                    orig.get(r).unwrap_or_default()
+                }
+                Out::New(b) => b,
+            };
+            if b.len() >= COPY_MIN {
+                // Long: written from where it is, not through the buffer.
+                sink.flush_buf(&mut buf, FLUSH_AT)?;
+                sink.slice(b)?;
+            } else {
+                buf.extend_from_slice(b);
+                if buf.len() >= FLUSH_AT {
+                    sink.flush_buf(&mut buf, FLUSH_AT)?;
+                }
+            }
+        }
+        sink.data(buf)
+    })
+    .map_err(io)
+}
+
+/// The XML identity a node gets in the written file (an original layer's port lists are
+/// borrowed from its record while the node has as many ports as the layer had).
+#[derive(Debug, Clone)]
+pub(super) struct Placed<'a> {
+    id: i64,
+    inputs: Cow<'a, [i64]>,
+    outputs: Cow<'a, [i64]>,
+}
+
+/// Where each node is placed, indexed by node index (dense: a 600,000-layer model looks
+/// nodes up millions of times while writing).
+type Places<'a> = Vec<Option<Placed<'a>>>;
+
+/// A `.bin` at least this long keeps its layout when little of it is no longer referenced
+/// ([`keeps_layout`]).
+pub(super) const KEEP_LAYOUT_MIN: u64 = 64 << 20;
+
+/// Whether a `.bin` of `len` bytes, `referenced` of which are still used by a constant, is
+/// written with its layout unchanged (every byte where it was, new constants after the end)
+/// rather than compacted: when it is at least [`KEEP_LAYOUT_MIN`] bytes and at most 1/256 of it
+/// is left unreferenced. Kept whole, the `.bin` is one file-to-file copy that can start before
+/// the model is loaded ([`super::BinCopy`]); the price is at most 0.4 % of the file in bytes
+/// nothing reads (as when a body changes, which keeps the whole `.bin` too). Measured on
+/// `big_1gb.xml` (256 KB of 1 GB no longer referenced after the default passes), best of 3 in
+/// two bench runs: 0.267 and 0.289 s with the copy started at load, `cp` 0.262 and 0.277 s;
+/// compacted, 0.41-0.50 s in the runs before (`bench/RESULTS.md`).
+pub(super) fn keeps_layout(len: u64, referenced: u64) -> bool {
+    len >= KEEP_LAYOUT_MIN && len.saturating_sub(referenced) <= len / 256
+}
+
+/// The kept ranges of the original `.bin` and where they go in the written one.
+#[derive(Debug, Default)]
+pub(super) struct Compaction {
+    /// Disjoint, sorted `(old start, old end, new start)`.
+    kept: Vec<(u64, u64, u64)>,
+    /// Total size of the kept ranges.
+    len: u64,
+}
+
+impl Compaction {
+    /// Merges the referenced `(offset, size)` ranges (overlapping or touching ranges become one,
+    /// so shared bytes stay shared); empty ranges keep nothing.
+    fn new(mut refs: Vec<(u64, u64)>) -> Compaction {
+        refs.retain(|&(_, size)| size > 0);
+        refs.sort_unstable();
+        let mut kept: Vec<(u64, u64, u64)> = Vec::new();
+        let mut len = 0u64;
+        for (off, size) in refs {
+            let end = off.saturating_add(size);
+            match kept.last_mut() {
+                Some(last) if off <= last.1 => {
+                    if end > last.1 {
+                        len += end - last.1;
+                        last.1 = end;
+                    }
+                }
+                _ => {
+                    kept.push((off, end, len));
+                    len += end - off;
+                }
+            }
+        }
+        Compaction { kept, len }
+    }
+
+    /// Where original offset `off` is in the compacted `.bin` (an offset in a dropped gap maps
+    /// to where the gap was, which only empty ranges use).
+    fn map(&self, off: u64) -> u64 {
+        let i = self.kept.partition_point(|&(start, _, _)| start <= off);
+        match i.checked_sub(1).map(|i| self.kept[i]) {
+            Some((start, end, new)) => new + (off.min(end) - start),
+            None => 0,
+        }
+    }
+
+    /// True when nothing moves: the kept bytes are the whole `.bin` of `len` bytes.
+    fn is_whole(&self, len: u64) -> bool {
+        self.len == len
+    }
+}
+
+#[cfg(test)]
+mod tests;
