@@ -29,6 +29,7 @@ mod gather;
 mod manip;
 mod matmul;
 mod reduce;
+mod reshape;
 mod rnn;
 pub mod slice;
 pub mod slice_node;

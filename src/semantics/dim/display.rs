@@ -1,0 +1,116 @@
+//! Printing dims: ours (`(N + 1) / 2`) and ONNX Runtime's sympy form (`floor((N + 1)/2)`).
+
+use super::*;
+
+/// Printing style: ours (`(N + 1) / 2` is floor division, as tract's `TDim` prints it) or ONNX
+/// Runtime's (`floor((N + 1)/2)`, the sympy form its symbolic shape inference writes).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Style {
+    Ours,
+    Onnx,
+}
+
+pub(super) fn fmt_lin(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
+    let mut first = true;
+    for (a, k) in &l.terms {
+        let (neg, mag) = (*k < 0, k.unsigned_abs());
+        match (first, neg) {
+            (true, true) => write!(f, "-")?,
+            (true, false) => {}
+            (false, true) => write!(f, " - ")?,
+            (false, false) => write!(f, " + ")?,
+        }
+        if mag != 1 {
+            write!(f, "{mag}*")?;
+        }
+        let paren = mag != 1 && st == Style::Ours && matches!(a, Atom::Div(..));
+        if paren {
+            write!(f, "(")?;
+        }
+        fmt_atom(a, f, st)?;
+        if paren {
+            write!(f, ")")?;
+        }
+        first = false;
+    }
+    if first {
+        write!(f, "{}", l.c)
+    } else if l.c > 0 {
+        write!(f, " + {}", l.c)
+    } else if l.c < 0 {
+        write!(f, " - {}", l.c.unsigned_abs())
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn fmt_atom(a: &Atom, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
+    match a {
+        Atom::Sym(s) => write!(f, "{}", s.name),
+        Atom::Div(e, d) => match st {
+            Style::Onnx => {
+                write!(f, "floor(")?;
+                if e.single_atom().is_some() {
+                    fmt_lin(e, f, st)?;
+                } else {
+                    write!(f, "(")?;
+                    fmt_lin(e, f, st)?;
+                    write!(f, ")")?;
+                }
+                write!(f, "/{d})")
+            }
+            Style::Ours => {
+                if e.single_atom().is_some() {
+                    fmt_lin(e, f, st)?;
+                } else {
+                    write!(f, "(")?;
+                    fmt_lin(e, f, st)?;
+                    write!(f, ")")?;
+                }
+                write!(f, " / {d}")
+            }
+        },
+        Atom::Ext(kind, args) => {
+            write!(f, "{}(", if *kind == MinMax::Min { "min" } else { "max" })?;
+            for (i, x) in args.iter().enumerate() {
+                if i > 0 {
+                    write!(f, ", ")?;
+                }
+                fmt_lin(x, f, st)?;
+            }
+            write!(f, ")")
+        }
+        Atom::Prod(v) => {
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    write!(f, "*")?;
+                }
+                let paren = st == Style::Ours && matches!(x, Atom::Div(..));
+                if paren {
+                    write!(f, "(")?;
+                }
+                fmt_atom(x, f, st)?;
+                if paren {
+                    write!(f, ")")?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+impl fmt::Display for Dim {
+    /// `5`, `N - 1`, `(N + 1) / 2`, `min(N, 4)`; an unknown dim prints `?` or its bounds `lo..hi`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Repr::Known(v) => fmt_lin(&Lin::constant(*v as i128), f, Style::Ours),
+            Repr::Expr(l) => fmt_lin(l, f, Style::Ours),
+            Repr::Unknown => write!(f, "?"),
+            Repr::Bounded(b) => match b.as_ref() {
+                (lo, None) if *lo <= 0 => write!(f, "?"),
+                (lo, None) => write!(f, "{lo}.."),
+                (lo, Some(h)) => write!(f, "{lo}..{h}"),
+            },
+        }
+    }
+}
