@@ -513,7 +513,14 @@ impl Lin {
                             if slope == 0 {
                                 continue;
                             }
-                            let t = (-fp).div_euclid(slope);
+                            // t = floor(-fp / slope). Euclidean division floors only for a
+                            // positive divisor: for a falling f it rounded up, and the point
+                            // just left of the crossing (where a min/max may peak) was missed.
+                            let t = if slope > 0 {
+                                (-fp).div_euclid(slope)
+                            } else {
+                                fp.div_euclid(-slope)
+                            };
                             let (a, b) = ((p + t).clamp(p, q), (p + t + 1).clamp(p, q));
                             pts.insert(a);
                             pts.insert(b);
