@@ -475,12 +475,15 @@ impl Lin {
     /// Adds to `pts` every point of `[lo, hi]` where the one-symbol expression `self` may change
     /// slope (the crossings of min/max arguments, found on segments where both are linear), so
     /// that between two consecutive points it is linear or a floor of a linear function, hence
-    /// monotone. Returns false when that cannot be guaranteed (a floor inside a min/max argument).
+    /// monotone. Returns false when that cannot be guaranteed (a floor inside a min/max argument
+    /// or next to another term).
     fn breakpoints(&self, name: &str, pts: &mut std::collections::BTreeSet<i128>) -> bool {
         self.terms.iter().all(|(a, _)| match a {
             Atom::Sym(_) => true,
             Atom::Prod(_) => false,
-            Atom::Div(e, _) => e.breakpoints(name, pts),
+            // A floor of a function monotone between the points is monotone there; a sum of
+            // it with other terms need not be (`N - 2*floor(N/2)` is 0, 1, 0, ...).
+            Atom::Div(e, _) => self.terms.len() == 1 && e.breakpoints(name, pts),
             Atom::Ext(_, args) => {
                 if args.iter().any(Lin::has_div) {
                     return false;

@@ -825,6 +825,23 @@ mod tests {
     }
 
     #[test]
+    fn bounds_of_a_sum_with_a_floor_hold_between_breakpoints() {
+        // N - 2*floor(N/2) is N mod 2: 0 at even N, 1 at odd N (0 at both ends of 0..100, so
+        // evaluating at the ends only gave 0..0, and N - 2*floor(N/2) "was" 0).
+        let n = Dim::symbol_bounded("N", 0, Some(100));
+        let odd = n.sub(&n.div_floor(2).mul_const(2));
+        let (lo, hi) = odd.bounds();
+        assert!(
+            lo.is_none_or(|l| l <= 0) && hi.is_none_or(|h| h >= 1),
+            "{lo:?}..{hi:?}"
+        );
+        // min(2147483649*floor(N/2), N) at N = 1 is min(0, 1) = 0: not N.
+        let m = n.div_floor(2).mul_const(2_147_483_649).min(&n);
+        let b: HashMap<String, i64> = [("N".to_string(), 1)].into();
+        assert_eq!(m.eval(&b), Some(0), "{m}");
+    }
+
+    #[test]
     fn unknown_begins_and_ends_keep_what_their_bounds_say() {
         // A value element computed from an unknown dim is unknown but `>= 0`. OpenVINO Slice-8
         // x[:, ?:1000000000] on `?`: at most 1e9 - 0 elements (tf2onnx's `x[:, T // 2:]`).
