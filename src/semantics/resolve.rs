@@ -890,6 +890,47 @@ mod tests {
     }
 
     #[test]
+    fn end_of_unknown_sign_on_a_model_symbol_is_exact() {
+        // OpenVINO Slice-8 x[2 : N - 5] on a dim N (a model's symbol, 0..2^31 - 1), by the
+        // spec (a negative end gets N added, then begin and end clamp to [0, N]):
+        // N <= 3: the begin is min(2, N), the end clamps to at most 1: 0 elements;
+        // N = 4: end -1 + 4 = 3, begin 2: 1 element;
+        // 5 <= N: the end N - 5 >= 0 as is: max(N - 5 - 2, 0) elements (0 for N = 5, 6).
+        // (dims_props found N = 4 written 0: the bounds of a min of the two clamp readings
+        // missed the point where one peaks, and the reading that holds at N = 4 was dropped.)
+        let n = crate::semantics::dim::model_symbol("N");
+        let decode = |b: &[Option<i64>], e: &[Option<i64>]| {
+            crate::semantics::decode::ov_slice8_with_provenance(b, e, None, None, 1)
+        };
+        let (plan, params) = placed(&decode, &[Dim::known(2)], &[n.add_const(-5)]).unwrap();
+        let out = resolve_dims_sym(&plan, std::slice::from_ref(&n), Clamp::Ov, &params).unwrap();
+        let want = |v: i64| if v == 4 { 1 } else { (v - 7).max(0) };
+        let (lo, hi) = out[0].bounds();
+        for v in (0..64).chain([1000, 65_537, i32::MAX as i64]) {
+            let b: HashMap<String, i64> = [("N".to_string(), v)].into();
+            assert_eq!(out[0].eval(&b), Some(want(v)), "N = {v}: {}", out[0]);
+            assert!(lo.is_none_or(|l| l <= want(v)) && hi.is_none_or(|h| want(v) <= h));
+        }
+    }
+
+    #[test]
+    fn bounds_of_a_sum_with_a_floor_hold_between_breakpoints() {
+        // N - 2*floor(N/2) is N mod 2: 0 at even N, 1 at odd N (0 at both ends of 0..100, so
+        // evaluating at the ends only gave 0..0, and N - 2*floor(N/2) "was" 0).
+        let n = Dim::symbol_bounded("N", 0, Some(100));
+        let odd = n.sub(&n.div_floor(2).mul_const(2));
+        let (lo, hi) = odd.bounds();
+        assert!(
+            lo.is_none_or(|l| l <= 0) && hi.is_none_or(|h| h >= 1),
+            "{lo:?}..{hi:?}"
+        );
+        // min(2147483649*floor(N/2), N) at N = 1 is min(0, 1) = 0: not N.
+        let m = n.div_floor(2).mul_const(2_147_483_649).min(&n);
+        let b: HashMap<String, i64> = [("N".to_string(), 1)].into();
+        assert_eq!(m.eval(&b), Some(0), "{m}");
+    }
+
+    #[test]
     fn unknown_begins_and_ends_keep_what_their_bounds_say() {
         // A value element computed from an unknown dim is unknown but `>= 0`. OpenVINO Slice-8
         // x[:, ?:1000000000] on `?`: at most 1e9 - 0 elements (tf2onnx's `x[:, T // 2:]`).
