@@ -414,6 +414,60 @@ fn loop_outputs(
     Some(out)
 }
 
+/// The loop-carried value `k` of a Loop body as an affine function of the iteration number,
+/// when the body passes it through (`init`) or adds a constant of an index type to it each
+/// iteration (`init + c * i`): the body's input node and that function.
+fn carried_counter(
+    body: &Graph,
+    bfacts: &Facts,
+    ins: &FastMap<usize, NodeIndex>,
+    out_src: &dyn Fn(usize) -> Option<OutletId>,
+    k: usize,
+    init: Dim,
+) -> Option<(NodeIndex, Aff)> {
+    let n = *ins.get(&(2 + k))?;
+    let src = out_src(1 + k)?;
+    if src.node == n && src.port == 0 {
+        return Some((
+            n,
+            Aff {
+                base: init,
+                coef: 0,
+            },
+        ));
+    }
+    // carried + c (either order), c the same in every iteration: init + c * i.
+    let b = body.node(src.node);
+    if b.kind != NodeKind::Op
+        || b.op_type != "Add"
+        || !(b.domain.is_empty() || b.domain == "ai.onnx")
+        || !bfacts.get(src).dtype.is_some_and(DType::is_index_type)
+    {
+        return None;
+    }
+    let (x, y) = (body.input(src.node, 0)?, body.input(src.node, 1)?);
+    let step = |o: OutletId| match bfacts.get(o).value.as_deref() {
+        Some([d]) => d.as_known(),
+        _ => None,
+    };
+    let c = if x.node == n && x.port == 0 {
+        step(y)
+    } else if y.node == n && y.port == 0 {
+        step(x)
+    } else {
+        None
+    };
+    c.map(|c| {
+        (
+            n,
+            Aff {
+                base: init,
+                coef: c,
+            },
+        )
+    })
+}
+
 /// How many iterations the `Loop` node `ix` runs (see the module documentation).
 #[allow(clippy::too_many_arguments)]
 fn iterations(
@@ -473,53 +527,11 @@ fn iterations(
         );
     }
     for k in 0..n_carried {
-        let (Some(&n), Some(init)) = (ins.get(&(2 + k)), scalar(&inputs[2 + k])) else {
+        let Some(init) = scalar(&inputs[2 + k]) else {
             continue;
         };
-        let Some(src) = out_src(1 + k) else {
-            continue;
-        };
-        if src.node == n && src.port == 0 {
-            leaves.insert(
-                n,
-                Aff {
-                    base: init,
-                    coef: 0,
-                },
-            );
-            continue;
-        }
-        // carried + c (either order), c the same in every iteration: init + c * i.
-        let b = body.node(src.node);
-        if b.kind != NodeKind::Op
-            || b.op_type != "Add"
-            || !(b.domain.is_empty() || b.domain == "ai.onnx")
-            || !bfacts.get(src).dtype.is_some_and(DType::is_index_type)
-        {
-            continue;
-        }
-        let (Some(x), Some(y)) = (body.input(src.node, 0), body.input(src.node, 1)) else {
-            continue;
-        };
-        let step = |o: OutletId| match bfacts.get(o).value.as_deref() {
-            Some([d]) => d.as_known(),
-            _ => None,
-        };
-        let c = if x.node == n && x.port == 0 {
-            step(y)
-        } else if y.node == n && y.port == 0 {
-            step(x)
-        } else {
-            None
-        };
-        if let Some(c) = c {
-            leaves.insert(
-                n,
-                Aff {
-                    base: init,
-                    coef: c,
-                },
-            );
+        if let Some((n, aff)) = carried_counter(body, bfacts, ins, out_src, k, init) {
+            leaves.insert(n, aff);
         }
     }
     let mut truths = FastSet::default();
