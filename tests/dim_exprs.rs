@@ -637,7 +637,7 @@ fn gpt2_written(a: Assumptions) -> (Vec<Vec<Dim>>, Vec<proto::StringStringEntryP
             .map(|d| match &d.value {
                 Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) => Dim::known(*v),
                 Some(proto::tensor_shape_proto::dimension::Value::DimParam(p)) => {
-                    assert!(p.len() <= 111, "{name}: {} characters: {p}", p.len());
+                    assert!(p.len() <= 176, "{name}: {} characters: {p}", p.len());
                     Dim::parse(p, &sym).unwrap_or_else(|| panic!("{p} parses"))
                 }
                 None => panic!("{name}: an unknown dim written"),
@@ -656,8 +656,11 @@ fn gpt2_rows(k: i64, q: i64) -> i64 {
 }
 
 /// With no assumption the mask slice's dim is written (exact for every `k_len`, `q_len`, the
-/// wrap-around of a negative start included) in 111 characters (370 before sums of
-/// two symbols stopped distributing into longer forms).
+/// wrap-around of a negative start included) in at most 176 characters: 370 before sums of
+/// two symbols stopped distributing into longer forms, 111 with the interim rule for symbolic
+/// starts, 176 since the exact resolver places them (`resolve_dims_sym`, whose sign selector
+/// `max(-34*k_len + 34*q_len, 0)` is exact but long). The length is a guard against growth, not
+/// a goal met: issue 42's readability line asks for shorter.
 #[test]
 fn gpt2_mask_dims_are_written_exact_and_readable() {
     let _one = ASSUMING.lock().unwrap_or_else(|p| p.into_inner());
