@@ -573,7 +573,7 @@ struct OvHolder {
     ix: NodeIndex,
     layer: usize,
     prefix: String,
-    bodies: VecDeque<(String, Result<OvModel>)>,
+    bodies: VecDeque<crate::formats::openvino::subgraph::BodyAndInputs>,
 }
 
 impl<'m> OvBodies<'m> {
@@ -619,11 +619,11 @@ impl<'m> OvBodies<'m> {
                     ix,
                     layer,
                     prefix: format!("{}/", scope::label(&m.graph, ix)),
-                    bodies: m.bodies(ix).into(),
+                    bodies: m.bodies_and_inputs(ix).into(),
                 });
                 continue;
             };
-            let Some((name, body)) = h.bodies.pop_front() else {
+            let Some((name, body, inputs)) = h.bodies.pop_front() else {
                 self.current = None;
                 continue;
             };
@@ -637,7 +637,7 @@ impl<'m> OvBodies<'m> {
                 }
             };
             let mut body_seeds = shape::Seeds::default();
-            for (input, id) in m.body_inputs(h.ix, &name) {
+            for (input, id) in inputs {
                 let (Some(o), Some(p)) = (m.graph.input(h.ix, input), body.node_of_layer_id(id))
                 else {
                     continue;

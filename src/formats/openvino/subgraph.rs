@@ -21,6 +21,16 @@ impl OvModel {
     /// The bodies of the layer of `node` (element name and the body as a model), in the order
     /// of [`BODY_ELEMENTS`]; empty for a layer without bodies or a node not read from the file.
     pub fn bodies(&self, node: NodeIndex) -> Vec<(String, Result<OvModel>)> {
+        self.bodies_and_inputs(node)
+            .into_iter()
+            .map(|(name, body, _)| (name, body))
+            .collect()
+    }
+
+    /// [`OvModel::bodies`], each with its [`OvModel::body_inputs`], from one parse of the
+    /// layer's text (which holds every body nested in it: parsing it once per body made a
+    /// chain of nested `If`s cost three parses of the whole chain per level).
+    pub fn bodies_and_inputs(&self, node: NodeIndex) -> Vec<BodyAndInputs> {
         let Some(n) = self.graph.g.node_weight(node) else {
             return Vec::new();
         };
@@ -37,7 +47,7 @@ impl OvModel {
         };
         let (text, layer) = match materialize(&self.path, &self.source, src.span.clone()) {
             Ok(x) => x,
-            Err(e) => return vec![(n.op_type.to_string(), Err(e))],
+            Err(e) => return vec![(n.op_type.to_string(), Err(e), Vec::new())],
         };
         let mut out = Vec::new();
         for name in BODY_ELEMENTS {
@@ -60,11 +70,16 @@ impl OvModel {
                 }
                 (None, _) => Err(fmt_err(&self.path, format!("<{name}> has no <layers>"))),
             };
-            out.push((name.to_string(), model));
+            let inputs = self.inputs_of(i, &layer, name);
+            out.push((name.to_string(), model, inputs));
         }
         out
     }
 }
+
+/// A body of a layer: its element name, the body as a model, and the inputs it reads whole
+/// (see [`OvModel::body_inputs`]).
+pub type BodyAndInputs = (String, Result<OvModel>, Vec<(usize, i64)>);
 
 impl OvModel {
     /// The inputs of the layer of `node` that a body `elem` (`body`, `then_body`,
@@ -77,10 +92,18 @@ impl OvModel {
             return Vec::new();
         };
         let i = i as usize;
-        let (Some(src), Some(rec)) = (self.layer_srcs.get(i), self.layers.get(i)) else {
+        let Some(src) = self.layer_srcs.get(i) else {
             return Vec::new();
         };
         let Ok((_, layer)) = materialize(&self.path, &self.source, src.span.clone()) else {
+            return Vec::new();
+        };
+        self.inputs_of(i, &layer, elem)
+    }
+
+    /// [`OvModel::body_inputs`] of body `elem` of layer record `i`, parsed as `layer`.
+    fn inputs_of(&self, i: usize, layer: &super::xml::Element, elem: &str) -> Vec<(usize, i64)> {
+        let Some(rec) = self.layers.get(i) else {
             return Vec::new();
         };
         let map_name = match elem {
