@@ -195,11 +195,7 @@ pub fn unsqueeze_shape(shape: &[u64], axes: &[i64]) -> Result<Vec<u64>, EvalErro
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn arange(shape: Vec<u64>) -> Tensor {
-        let n: u64 = shape.iter().product();
-        Tensor::from_i64(shape, &(0..n as i64).collect::<Vec<_>>())
-    }
+    use crate::ops::eval::arange;
 
     #[test]
     fn concat_on_last_axis() {

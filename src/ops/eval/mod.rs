@@ -76,3 +76,10 @@ pub(crate) fn run_bytes(raw: &[u8], first: u64, len: u64, w: usize) -> Option<&[
     let end = first.checked_add(usize::try_from(len).ok()?)?;
     raw.get(first.checked_mul(w)?..end.checked_mul(w)?)
 }
+
+/// `np.arange(n).reshape(shape)` as an i64 tensor: the input of the evaluators' tests.
+#[cfg(test)]
+pub(crate) fn arange(shape: Vec<u64>) -> crate::ir::Tensor {
+    let n: u64 = shape.iter().product();
+    crate::ir::Tensor::from_i64(shape, &(0..n as i64).collect::<Vec<_>>())
+}

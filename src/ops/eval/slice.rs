@@ -169,11 +169,7 @@ pub fn gather(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn arange(shape: Vec<u64>) -> Tensor {
-        let n: u64 = shape.iter().product();
-        Tensor::from_i64(shape, &(0..n as i64).collect::<Vec<_>>())
-    }
+    use crate::ops::eval::arange;
 
     #[test]
     fn gather_along_middle_axis() {
