@@ -11,27 +11,7 @@ pub(super) fn control_values(g: &pb::GraphProto, input: &InputDecl) -> Option<Ve
     if !scalar || !matches!(input.elem_type, I64 | I32 | BOOL) {
         return None;
     }
-    let mut consts: HashMap<&str, i64> = HashMap::new();
-    for t in &g.initializer {
-        if let Some(v) = scalar_of(t) {
-            consts.insert(t.name.as_str(), v);
-        }
-    }
-    for n in &g.node {
-        if n.op_type == "Constant" {
-            if let (Some(o), Some(t)) = (
-                n.output.first(),
-                n.attribute
-                    .iter()
-                    .find(|a| a.name == "value")
-                    .and_then(|a| a.t.as_ref()),
-            ) {
-                if let Some(v) = scalar_of(t) {
-                    consts.insert(o.as_str(), v);
-                }
-            }
-        }
-    }
+    let consts = scalar_consts(g);
     // Values derived from the input without changing it.
     let mut derived: HashSet<&str> = HashSet::from([input.name.as_str()]);
     let mut compared = Vec::new();
@@ -83,27 +63,7 @@ pub(super) fn control_values(g: &pb::GraphProto, input: &InputDecl) -> Option<Ve
 /// when the condition is constant, and the branch not taken may not fit the inputs (silero-vad's
 /// 8 kHz branch on 16 kHz input). Returns true when an `If` was replaced.
 pub(super) fn inline_known_ifs(g: &mut pb::GraphProto, controls: &[(&InputDecl, i64)]) -> bool {
-    let mut consts: HashMap<String, i64> = HashMap::new();
-    for t in &g.initializer {
-        if let Some(v) = scalar_of(t) {
-            consts.insert(t.name.clone(), v);
-        }
-    }
-    for n in &g.node {
-        if n.op_type == "Constant" {
-            if let (Some(o), Some(t)) = (
-                n.output.first(),
-                n.attribute
-                    .iter()
-                    .find(|a| a.name == "value")
-                    .and_then(|a| a.t.as_ref()),
-            ) {
-                if let Some(v) = scalar_of(t) {
-                    consts.insert(o.clone(), v);
-                }
-            }
-        }
-    }
+    let consts = scalar_consts(g);
     let mut known: HashMap<String, i64> =
         controls.iter().map(|(d, v)| (d.name.clone(), *v)).collect();
     let mut changed = false;
@@ -191,4 +151,26 @@ pub(super) fn inline_decided_ifs(g: &mut pb::GraphProto, decided: &HashMap<Strin
     }
     g.node = out;
     changed
+}
+
+/// The scalar integer constants of `g` by name: its initializers and `Constant` nodes.
+fn scalar_consts(g: &pb::GraphProto) -> HashMap<String, i64> {
+    let mut consts = HashMap::new();
+    for t in &g.initializer {
+        if let Some(v) = scalar_of(t) {
+            consts.insert(t.name.clone(), v);
+        }
+    }
+    for n in &g.node {
+        if n.op_type != "Constant" {
+            continue;
+        }
+        let value = n.attribute.iter().find(|a| a.name == "value");
+        if let (Some(o), Some(t)) = (n.output.first(), value.and_then(|a| a.t.as_ref())) {
+            if let Some(v) = scalar_of(t) {
+                consts.insert(o.clone(), v);
+            }
+        }
+    }
+    consts
 }
