@@ -9,14 +9,14 @@
 //! evaluation on a shrink entry with begin_mask, or a compile that succeeds only sometimes). There
 //! are no pins: every case must equal `expected_*` or, where present, `expected_ov_alt`.
 
-use std::io::{BufRead, BufReader};
-
+mod common;
+use common::{ints, load_cases, onnx_case_plan, opt_ints, uints};
 use serde_json::Value;
 use slice_opt::ir::{DType, Tensor};
 use slice_opt::passes::eval;
 use slice_opt::semantics::decode::{constant, OvMasks, TfMasks};
 use slice_opt::semantics::{
-    gather, onnx_slice, ov_slice8, resolve_dims, strided_slice, Clamp, Dim, Flavour, SliceError,
+    gather, ov_slice8, resolve_dims, strided_slice, Clamp, Dim, Flavour, SliceError,
     StridedSliceSpec,
 };
 
@@ -26,31 +26,6 @@ const LIMIT: u64 = 1 << 24;
 enum Answer {
     Error,
     Ok { shape: Vec<u64>, indices: Vec<u64> },
-}
-
-fn load(name: &str) -> Vec<Value> {
-    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
-    let f = std::fs::File::open(&path).expect("conformance data present");
-    BufReader::new(flate2::read::GzDecoder::new(f))
-        .lines()
-        .map(|l| serde_json::from_str(&l.expect("readable line")).expect("valid json"))
-        .collect()
-}
-
-fn ints(v: &Value) -> Vec<i64> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_i64().expect("i64"))
-        .collect()
-}
-
-fn uints(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .expect("array")
-        .iter()
-        .map(|x| x.as_u64().expect("u64"))
-        .collect()
 }
 
 fn answer(v: &Value) -> Answer {
@@ -200,26 +175,8 @@ fn strided_ov(c: &Value) -> Answer {
     )
 }
 
-fn opt_ints(v: &Value) -> Option<Vec<i64>> {
-    (!v.is_null()).then(|| ints(v))
-}
-
 fn slice_onnx(c: &Value) -> Answer {
-    let dims = uints(&c["input_shape"]);
-    let (axes, steps) = (
-        opt_ints(&c["axes"]),
-        opt_ints(&c["steps"]).map(|s| constant(&s)),
-    );
-    let opset = c["onnx_opset"].as_u64().expect("opset") as u32;
-    let plan = onnx_slice(
-        &constant(&ints(&c["starts"])),
-        &constant(&ints(&c["ends"])),
-        axes.as_deref(),
-        steps.as_deref(),
-        dims.len(),
-        opset,
-    );
-    run(plan, &dims, Clamp::Ov)
+    run(onnx_case_plan(c), &uints(&c["input_shape"]), Clamp::Ov)
 }
 
 fn slice_ov8(c: &Value) -> Answer {
@@ -264,7 +221,7 @@ fn equals(got: &Answer, want: &Value) -> bool {
 /// answer is accepted, policy v2). No pins: every case must match. Returns how many cases took
 /// the alternative.
 fn check(oracle: &str, file: &str, key: &str, ours: fn(&Value) -> Answer) -> usize {
-    let cases = load(file);
+    let cases = load_cases(file);
     let (mut pass, mut alt, mut failures) = (0usize, 0usize, Vec::new());
     for c in &cases {
         let id = c["id"].as_str().expect("id");
@@ -335,7 +292,7 @@ fn conformance_ov_slice8() {
 // ---------------------------------------------------------------------------------------------
 
 fn case(file: &str, id: &str) -> Value {
-    load(file)
+    load_cases(file)
         .into_iter()
         .find(|c| c["id"] == id)
         .expect("case present")

@@ -21,9 +21,8 @@ use std::path::PathBuf;
 use common::*;
 use ndarray_npy::NpzReader;
 use slice_opt::passes::infer;
-use slice_opt::semantics::decode::constant;
 use slice_opt::semantics::disagree::{self, SplitClass};
-use slice_opt::semantics::{gather, onnx_slice, output_shape, Clamp, Dim};
+use slice_opt::semantics::{gather, output_shape, Clamp, Dim};
 use slice_opt::{Model, Pipeline};
 
 fn raw(c: &serde_json::Value, key: &str) -> Option<(Vec<u64>, Vec<u64>)> {
@@ -37,17 +36,7 @@ fn classifier_flags_exactly_the_cases_where_the_runtimes_differ() {
     for c in &load_cases("slice.jsonl.gz") {
         let id = c["id"].as_str().expect("id");
         let dims = uints(&c["input_shape"]);
-        let axes = (!c["axes"].is_null()).then(|| ints(&c["axes"]));
-        let steps = (!c["steps"].is_null()).then(|| constant(&ints(&c["steps"])));
-        let opset = c["onnx_opset"].as_u64().expect("opset") as u32;
-        let plan = onnx_slice(
-            &constant(&ints(&c["starts"])),
-            &constant(&ints(&c["ends"])),
-            axes.as_deref(),
-            steps.as_deref(),
-            dims.len(),
-            opset,
-        );
+        let plan = onnx_case_plan(c);
         let differs = onnx_runtimes_differ(c);
         differ += usize::from(differs);
         let Ok(plan) = plan else {

@@ -47,6 +47,28 @@ pub fn uints(v: &Value) -> Vec<u64> {
         .collect()
 }
 
+/// `v` as a list of integers, or `None` when it is null (an omitted input).
+pub fn opt_ints(v: &Value) -> Option<Vec<i64>> {
+    (!v.is_null()).then(|| ints(v))
+}
+
+/// The plan of an ONNX Slice conformance case (constant starts, ends, axes and steps).
+pub fn onnx_case_plan(
+    c: &Value,
+) -> Result<slice_opt::semantics::SlicePlan, slice_opt::semantics::SliceError> {
+    use slice_opt::semantics::decode::constant;
+    let rank = c["input_shape"].as_array().expect("input_shape").len();
+    let steps = opt_ints(&c["steps"]).map(|s| constant(&s));
+    slice_opt::semantics::onnx_slice(
+        &constant(&ints(&c["starts"])),
+        &constant(&ints(&c["ends"])),
+        opt_ints(&c["axes"]).as_deref(),
+        steps.as_deref(),
+        rank,
+        c["onnx_opset"].as_u64().expect("opset") as u32,
+    )
+}
+
 /// An expected answer: `None` for an error, else (shape, flat indices).
 pub fn expected(v: &Value) -> Option<(Vec<u64>, Vec<u64>)> {
     if v.get("error").is_some() {
