@@ -157,6 +157,13 @@ impl GraphBuilder {
         }
     }
 
+    /// Wires `from` to input `port` of `to` after both exist: a node read by one made before
+    /// it (a graph whose records are out of order), or a port left open by
+    /// [`GraphBuilder::op_gaps`].
+    pub fn connect(&mut self, from: OutletId, to: NodeIndex, port: usize) {
+        self.g.connect(from, to, port);
+    }
+
     /// A graph output `name` reading `from`: ONNX an output, OpenVINO a `Result` layer.
     pub fn output(&mut self, name: &str, from: OutletId) -> NodeIndex {
         let node = match self.dialect {
