@@ -59,11 +59,13 @@ const EVAL_DIR: &str = "ops/eval/";
 /// The files that look ops up in the fold table: they never spell an op name of it.
 const FOLD_LOOKUP: &[&str] = &["passes/fold.rs", "ops/registry.rs"];
 
-/// The op names of the fold rows in `src` (`row("Name", …)`), read from the raw source.
+/// The op names of the fold rows in `src` (`row("Name", …)`, on one line or more), read from
+/// the raw source.
 fn row_names(src: &str) -> Vec<String> {
-    src.match_indices("row(\"")
+    src.match_indices("row(")
+        .filter(|(at, _)| !src[..*at].ends_with("fn ") && !src[..*at].ends_with("::"))
         .filter_map(|(at, m)| {
-            let rest = &src[at + m.len()..];
+            let rest = src[at + m.len()..].trim_start().strip_prefix('"')?;
             rest.find('"').map(|end| rest[..end].to_string())
         })
         .collect()
@@ -759,7 +761,7 @@ fn slice_op_types_outside_slice_node_fail() {
 fn fold_rows_outside_eval_fail() {
     let family = (
         "ops/eval/cast.rs".to_string(),
-        "pub(crate) const OPS: &[OpEntry] = &[row(\"Cast\", Onnx, Cast, f)];\n".to_string(),
+        "pub(crate) const OPS: &[OpEntry] = &[row(\n    \"Cast\", Onnx, f)];\n".to_string(),
     );
     assert!(check(std::slice::from_ref(&family)).is_empty());
     let registry = "pub const fn row(op: &str) -> OpEntry {\n    OpEntry { op }\n}\nconst X: &[OpEntry] = &[row(\"Neg\", Onnx, Arith, f),\n    OpEntry { op: \"Abs\" }];\nfn f() -> bool { op == \"Cast\" }\n#[cfg(test)]\nmod tests { const T: &str = \"Cast\"; }\n";

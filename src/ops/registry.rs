@@ -1,4 +1,4 @@
-//! The ops slice-opt evaluates on constants, in one table: op name × dialect → family, what
+//! The ops slice-opt evaluates on constants, in one table: op name × dialect → what
 //! the op needs before it can be evaluated (constant inputs, or only its input's dims), and the
 //! function computing its value from typed attributes ([`super::attrs`]) and the evaluator
 //! ([`super::eval`]). The `fold` pass looks a node up here.
@@ -14,25 +14,6 @@
 use super::attrs::AttrError;
 use super::eval::{self, EvalError};
 use crate::ir::{Format, Node, Tensor};
-
-/// The op families, named after the files holding their values and rows (`ops/eval/`) and
-/// their shape rules (`shape/`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    /// `Shape` / `ShapeOf`: the value is the input's dims (`eval/shape_of.rs`,
-    /// `shape/gather.rs`).
-    Shape,
-    /// `Gather` (`eval/slice.rs`, `shape/gather.rs`).
-    Select,
-    /// `Identity`, `Concat`, `Squeeze`, `Unsqueeze`, `Reshape` (`eval/manip.rs`,
-    /// `shape/manip.rs`).
-    Manip,
-    /// `Cast` / `Convert` (`eval/cast.rs`).
-    Cast,
-    /// Integer `Add`, `Sub`, `Mul`, `Div`, `Range`, `ConstantOfShape` (`eval/arith.rs`,
-    /// `shape/elementwise.rs`).
-    Arith,
-}
 
 /// What a node must offer before its op can be evaluated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,7 +79,6 @@ pub type EvalFn = fn(&Inputs) -> Result<Tensor, NoEval>;
 pub struct OpEntry {
     pub op: &'static str,
     pub dialect: Format,
-    pub family: Family,
     pub needs: Needs,
     /// An attribute check made before the inputs are looked at: its refusal is reported even
     /// when the inputs are not constant.
@@ -108,11 +88,10 @@ pub struct OpEntry {
 
 /// A row needing constant inputs, without a precheck (`OpEntry { needs: …, ..row(…) }` for
 /// the others).
-pub const fn row(op: &'static str, dialect: Format, family: Family, eval: EvalFn) -> OpEntry {
+pub const fn row(op: &'static str, dialect: Format, eval: EvalFn) -> OpEntry {
     OpEntry {
         op,
         dialect,
-        family,
         needs: Needs::Constants,
         precheck: None,
         eval,
@@ -191,7 +170,7 @@ mod tests {
         let mut n = Node::op("n", "Add", "com.microsoft");
         assert!(lookup(&n, Onnx).is_none());
         n.domain = "".into();
-        assert_eq!(lookup(&n, Onnx).map(|e| e.family), Some(Family::Arith));
+        assert_eq!(lookup(&n, Onnx).map(|e| e.op), Some("Add"));
         n.op_type = "Subtract".into();
         assert!(lookup(&n, Onnx).is_none());
         assert!(lookup(&n, OpenVino).is_some());

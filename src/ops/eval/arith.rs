@@ -10,7 +10,7 @@ use super::{cast, check_size, count, EvalError};
 use crate::ir::Attr;
 use crate::ir::Format::{Onnx, OpenVino};
 use crate::ops::attrs;
-use crate::ops::registry::{row, Family, Inputs, NoEval, OpEntry};
+use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
 /// An integer element-wise binary operation (see [`arith`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,41 +190,28 @@ pub fn fill(shape: &[i64], value: &Tensor, limit: u64) -> Result<Tensor, EvalErr
 
 /// Rows of [`crate::ops::registry::OPS`].
 pub(crate) const OPS: &[OpEntry] = &[
-    row("Add", Onnx, Family::Arith, |i| binary_node(i, Arith::Add)),
-    row("Sub", Onnx, Family::Arith, |i| binary_node(i, Arith::Sub)),
-    row("Mul", Onnx, Family::Arith, |i| binary_node(i, Arith::Mul)),
-    row("Div", Onnx, Family::Arith, |i| {
-        binary_node(i, Arith::DivTrunc)
-    }),
+    row("Add", Onnx, |i| binary_node(i, Arith::Add)),
+    row("Sub", Onnx, |i| binary_node(i, Arith::Sub)),
+    row("Mul", Onnx, |i| binary_node(i, Arith::Mul)),
+    row("Div", Onnx, |i| binary_node(i, Arith::DivTrunc)),
     OpEntry {
         precheck: Some(attrs::ov_numpy_broadcast),
-        ..row("Add", OpenVino, Family::Arith, |i| {
-            binary_node(i, Arith::Add)
-        })
+        ..row("Add", OpenVino, |i| binary_node(i, Arith::Add))
     },
     OpEntry {
         precheck: Some(attrs::ov_numpy_broadcast),
-        ..row("Subtract", OpenVino, Family::Arith, |i| {
-            binary_node(i, Arith::Sub)
-        })
+        ..row("Subtract", OpenVino, |i| binary_node(i, Arith::Sub))
     },
     OpEntry {
         precheck: Some(attrs::ov_numpy_broadcast),
-        ..row("Multiply", OpenVino, Family::Arith, |i| {
-            binary_node(i, Arith::Mul)
-        })
+        ..row("Multiply", OpenVino, |i| binary_node(i, Arith::Mul))
     },
     OpEntry {
         precheck: Some(attrs::ov_numpy_broadcast),
-        ..row("Divide", OpenVino, Family::Arith, ov_divide_node)
+        ..row("Divide", OpenVino, ov_divide_node)
     },
-    row("Range", Onnx, Family::Arith, range_node),
-    row(
-        "ConstantOfShape",
-        Onnx,
-        Family::Arith,
-        constant_of_shape_node,
-    ),
+    row("Range", Onnx, range_node),
+    row("ConstantOfShape", Onnx, constant_of_shape_node),
 ];
 
 /// An element-wise integer operation of two constant inputs; float arithmetic is not shape

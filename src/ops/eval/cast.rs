@@ -8,7 +8,7 @@ use crate::ir::{DType, Tensor, TensorData};
 use super::{check_size, count, EvalError};
 use crate::ir::Format::{Onnx, OpenVino};
 use crate::ops::attrs::CastTo;
-use crate::ops::registry::{row, Family::Cast, Inputs, NoEval, OpEntry};
+use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
 /// Converts numeric values between element types (shape arithmetic and small constants):
 /// integers, bool, f16, bf16, f32, f64. Float to integer truncates toward zero, as ONNX `Cast`
@@ -110,8 +110,8 @@ pub fn cast(t: &Tensor, to: DType, limit: u64) -> Result<Tensor, EvalError> {
 
 /// Rows of [`crate::ops::registry::OPS`].
 pub(crate) const OPS: &[OpEntry] = &[
-    row("Cast", Onnx, Cast, cast_node),
-    row("Convert", OpenVino, Cast, cast_node),
+    row("Cast", Onnx, cast_node),
+    row("Convert", OpenVino, cast_node),
 ];
 
 fn cast_node(i: &Inputs) -> Result<Tensor, NoEval> {

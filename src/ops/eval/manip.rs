@@ -10,7 +10,7 @@ use crate::ir::{DType, Tensor, TensorData};
 use super::{check_size, count, EvalError};
 use crate::ir::Format::{Onnx, OpenVino};
 use crate::ops::attrs::{self, ReshapeAttrs, SqueezeAxes};
-use crate::ops::registry::{row, Family::Manip, Inputs, NoEval, OpEntry};
+use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
 /// `Concat` along `axis`.
 pub fn concat(parts: &[&Tensor], axis: i64, limit: u64) -> Result<Tensor, EvalError> {
@@ -202,15 +202,15 @@ pub fn unsqueeze_shape(shape: &[u64], axes: &[i64]) -> Result<Vec<u64>, EvalErro
 
 /// Rows of [`crate::ops::registry::OPS`].
 pub(crate) const OPS: &[OpEntry] = &[
-    row("Identity", Onnx, Manip, identity_node),
-    row("Concat", Onnx, Manip, concat_node),
-    row("Concat", OpenVino, Manip, concat_node),
-    row("Squeeze", Onnx, Manip, squeeze_node),
-    row("Squeeze", OpenVino, Manip, squeeze_node),
-    row("Unsqueeze", Onnx, Manip, unsqueeze_node),
-    row("Unsqueeze", OpenVino, Manip, unsqueeze_node),
-    row("Reshape", Onnx, Manip, reshape_node),
-    row("Reshape", OpenVino, Manip, reshape_node),
+    row("Identity", Onnx, identity_node),
+    row("Concat", Onnx, concat_node),
+    row("Concat", OpenVino, concat_node),
+    row("Squeeze", Onnx, squeeze_node),
+    row("Squeeze", OpenVino, squeeze_node),
+    row("Unsqueeze", Onnx, unsqueeze_node),
+    row("Unsqueeze", OpenVino, unsqueeze_node),
+    row("Reshape", Onnx, reshape_node),
+    row("Reshape", OpenVino, reshape_node),
 ];
 
 fn identity_node(i: &Inputs) -> Result<Tensor, NoEval> {

@@ -7,7 +7,7 @@
 //! re-exported here, so `eval::reshape` and `eval::manip::reshape` are the same function.
 //!
 //! Each family file also declares the ops of its family that `fold` evaluates: a table `OPS`
-//! of rows (op name, dialect, family, what must be known, the function) and, beside it, the
+//! of rows (op name, dialect, what must be known, the function) and, beside it, the
 //! function of each row, which reads the node's constant inputs and typed attributes
 //! ([`super::attrs`]) and calls the computation. [`super::registry`] joins the tables. So a
 //! new op's fold is written in one file: its row, its function and, if it is a new kind of

@@ -4,7 +4,7 @@
 use crate::ir::Format::{Onnx, OpenVino};
 use crate::ir::{DType, Tensor};
 use crate::ops::attrs;
-use crate::ops::registry::{row, Family::Shape, Inputs, Needs, NoEval, OpEntry};
+use crate::ops::registry::{row, Inputs, Needs, NoEval, OpEntry};
 
 use super::cast;
 
@@ -21,11 +21,11 @@ pub fn dims_tensor(dims: &[u64]) -> Tensor {
 pub(crate) const OPS: &[OpEntry] = &[
     OpEntry {
         needs: Needs::InputDims,
-        ..row("Shape", Onnx, Shape, onnx_shape_node)
+        ..row("Shape", Onnx, onnx_shape_node)
     },
     OpEntry {
         needs: Needs::InputDims,
-        ..row("ShapeOf", OpenVino, Shape, ov_shape_of_node)
+        ..row("ShapeOf", OpenVino, ov_shape_of_node)
     },
 ];
 

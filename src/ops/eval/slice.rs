@@ -10,7 +10,7 @@ use crate::semantics::{self, Clamp, ResolvedAxis, SlicePlan};
 use super::{bit_order, check_size, count, run_bytes, BitOrder, EvalError};
 use crate::ir::Format::{Onnx, OpenVino};
 use crate::ops::attrs::{self, GatherAxis};
-use crate::ops::registry::{row, Family::Select, Inputs, NoEval, OpEntry};
+use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
 /// Picks elements `offsets` (flat indices into `t`) into a new tensor of `shape`.
 pub fn take(t: &Tensor, offsets: &[u64], shape: Vec<u64>) -> Result<Tensor, EvalError> {
@@ -175,8 +175,8 @@ pub fn gather(
 /// Rows of [`crate::ops::registry::OPS`]. (Slices are not rows: `fold` decodes them through
 /// `shape::slice_node` and calls [`slice`].)
 pub(crate) const OPS: &[OpEntry] = &[
-    row("Gather", Onnx, Select, gather_node),
-    row("Gather", OpenVino, Select, gather_node),
+    row("Gather", Onnx, gather_node),
+    row("Gather", OpenVino, gather_node),
 ];
 
 fn gather_node(i: &Inputs) -> Result<Tensor, NoEval> {
