@@ -1,8 +1,9 @@
-//! The layer rules of `ARCHITECTURE.md`, checked on the source: reads every `src/**/*.rs`,
-//! collects what each file imports from the crate (`crate::…` and `super::…` paths, in `use`
-//! statements and inline) and fails on any import that breaks a rule. Plain std, no parser:
-//! comments and string literals are blanked before paths are read, so a path in a doc comment
-//! is not an import.
+//! Layer: the source tree (imports between the modules of `src/`).
+//!
+//! The layer rules of `ARCHITECTURE.md`, checked on the source: reads every `src/**/*.rs`, collects
+//! what each file imports from the crate (`crate::…` and `super::…` paths, in `use` statements and
+//! inline) and fails on any import that breaks a rule. Plain std, no parser: comments and string
+//! literals are blanked before paths are read, so a path in a doc comment is not an import.
 //!
 //! The rules:
 //! - **layers**: every top-level module has a floor ([`FLOORS`]); a file imports only from its

@@ -5,6 +5,28 @@
 //!
 //! `cleanup` is written this way; `fold`, `lower` and `raise` still edit the graph as they walk
 //! it (a fold reads the constants folded before it in the same walk).
+//!
+//! A pass's test, in its own file (`#[cfg(test)] mod tests`), in the same few lines:
+//!
+//! ```
+//! use slice_opt::ir::builder::GraphBuilder;
+//! use slice_opt::ir::DType;
+//! use slice_opt::passes::{cleanup, patch, PassCx};
+//! use slice_opt::report::{PassKind, PassReport};
+//!
+//! let mut b = GraphBuilder::onnx();
+//! let x = b.input("x", DType::I64, [3]);
+//! let c = b.const_i64("c", &[1, 2, 3]);
+//! let add = b.op("Add", &[x, c]).name("add").out();
+//! b.output("y", x);
+//! let cx = PassCx::new(b.dialect());
+//! let mut g = b.finish();
+//! let mut report = PassReport::new(PassKind::Cleanup, true);
+//! let unused = cleanup::patch(&cx, &g);
+//! patch::apply(&mut g, unused, &mut report);
+//! assert!(g.g.node_weight(add.node).is_none());
+//! assert_eq!(report.changes.len(), 2); // `add`, then `c`, which only `add` read
+//! ```
 
 use petgraph::stable_graph::NodeIndex;
 
