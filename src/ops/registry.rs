@@ -1,12 +1,12 @@
-//! The ops slice-opt evaluates on constants, in one table: op name × dialect → what
-//! the op needs before it can be evaluated (constant inputs, or only its input's dims), and the
+//! The ops slice-opt evaluates on constants, in one table: op name × dialect → what the op
+//! needs before it can be evaluated (constant inputs, or only its input's dims), and the
 //! function computing its value from typed attributes ([`super::attrs`]) and the evaluator
 //! ([`super::eval`]). The `fold` pass looks a node up here.
 //!
 //! The rows are not written here: each family file of `ops/eval/` declares its own (`OPS`, next
 //! to the functions they name), and [`OPS`] is their concatenation, made at compile time. To
 //! fold a new op, add its row and its function to the `eval/` file of its family (a new family:
-//! a new file there, plus its line in [`FAMILIES`]).
+//! a new file there, its `pub mod` in `eval/mod.rs` and its line in [`FAMILIES`]).
 //!
 //! Slices are not in the table: recognising and decoding them needs the graph
 //! (`shape::slice_node`), and `fold` evaluates them with [`super::eval::slice`] directly.
