@@ -21,6 +21,7 @@ use crate::semantics::{AxisPlan, Bound, Dim, SlicePlan};
 use crate::shape;
 use crate::shape::slice_node::{self, DecodeError};
 
+mod admit;
 mod compare;
 pub mod formats;
 
@@ -224,10 +225,12 @@ fn scope_rows(
 ) {
     let graph: &crate::ir::Graph = &scope.graph;
     let facts = &scope.facts;
+    let mut admits: Option<Vec<Dim>> = None;
     for ix in graph.topo_order().unwrap_or_default() {
         let Some(op) = slice_node::classify(graph, ix, format, opset) else {
             continue;
         };
+        let admits = admits.get_or_insert_with(|| admit::conditions(graph, facts, format));
         let result = shape::slice::slice_dims(graph, facts, ix, op);
         let node = graph.node(ix);
         let declared = node.outputs.first().and_then(|v| v.ty.shape.clone());
@@ -275,7 +278,7 @@ fn scope_rows(
                         let cmps: Vec<DimCmp> = d
                             .iter()
                             .zip(&dims)
-                            .map(|(a, b)| compare(a, b, free))
+                            .map(|(a, b)| compare(a, b, free, admits))
                             .collect();
                         if let Some(i) = cmps.iter().position(DimCmp::is_mismatch) {
                             detail = format!("dim {i}: declared {}, inferred {}", d[i], dims[i]);
@@ -308,7 +311,7 @@ fn scope_rows(
                             Verdict::Ok | Verdict::Undeclared | Verdict::Tighter
                         ) =>
                     {
-                        consumer_mismatch(model, ix, &dims, free)
+                        consumer_mismatch(model, ix, &dims, free, admits)
                     }
                     _ => None,
                 };
@@ -349,6 +352,7 @@ fn consumer_mismatch(
     ix: petgraph::stable_graph::NodeIndex,
     dims: &[Dim],
     free: &HashSet<String>,
+    admits: &[Dim],
 ) -> Option<(String, Option<BTreeMap<String, i64>>)> {
     let Model::OpenVino(ov) = model else {
         return None;
@@ -366,7 +370,7 @@ fn consumer_mismatch(
             declared
                 .iter()
                 .zip(dims)
-                .find_map(|(a, b)| incompatible(a, b, free))
+                .find_map(|(a, b)| incompatible(a, b, free, admits))
         };
         if let Some(w) = bad {
             let mut text = format!(

@@ -125,9 +125,10 @@ fn constants(text: &str, out: &mut Vec<i64>) {
     }
 }
 
-/// The smallest sizes found at which `declared` and `inferred` differ (see the module doc);
+/// The smallest sizes found at which `declared` and `inferred` differ (see the module doc),
+/// among those where every condition of `admits` is `>= 0` ([`super::admit::conditions`]);
 /// `None` when none is found.
-pub(super) fn find_difference(declared: &Dim, inferred: &Dim) -> Option<Witness> {
+pub(super) fn find_difference(declared: &Dim, inferred: &Dim, admits: &[Dim]) -> Option<Witness> {
     // The symbols of both, by name, each within the bounds both give it.
     let mut bounds: BTreeMap<String, (i64, Option<i64>)> = BTreeMap::new();
     for s in declared.symbols().iter().chain(&inferred.symbols()) {
@@ -151,7 +152,11 @@ pub(super) fn find_difference(declared: &Dim, inferred: &Dim) -> Option<Witness>
         for (n, v) in names.iter().zip(vals) {
             binding.insert(n.clone(), *v);
         }
-        if !facts.iter().all(|f| f.holds(&binding)) {
+        if !facts.iter().all(|f| f.holds(&binding))
+            || !admits
+                .iter()
+                .all(|c| c.eval(&binding).is_none_or(|v| v >= 0))
+        {
             return None;
         }
         match (declared.eval(&binding), inferred.eval(&binding)) {
@@ -298,7 +303,13 @@ fn compositions(
 /// inputs: a declared name that is not one of them (tf2onnx's `unk__N`) is an unnamed unknown;
 /// a declared constant or expression over them (`2`, `min(N, 4)`, dynamo's `((height//8))`) is
 /// judged at the sizes the model admits: wrong at one of them is a mismatch, with those sizes.
-pub(super) fn compare(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<String>) -> DimCmp {
+/// `admits`: conditions on the sizes where the model can run ([`super::admit::conditions`]).
+pub(super) fn compare(
+    declared: &DeclaredDim,
+    inferred: &Dim,
+    free: &HashSet<String>,
+    admits: &[Dim],
+) -> DimCmp {
     let (ilo, ihi) = inferred.bounds();
     let overlaps = |lo: u64, hi: Option<u64>| {
         ihi.is_none_or(|h| h >= lo as i64) && hi.is_none_or(|h| ilo.is_none_or(|l| l <= h as i64))
@@ -330,7 +341,7 @@ pub(super) fn compare(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<Str
             if d.provably_equal(inferred) {
                 return DimCmp::Same;
             }
-            match find_difference(&d, inferred) {
+            match find_difference(&d, inferred, admits) {
                 Some(w) => DimCmp::Mismatch(Some(w)),
                 None => DimCmp::Same,
             }
@@ -345,7 +356,7 @@ pub(super) fn compare(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<Str
             {
                 match i64::try_from(*v)
                     .ok()
-                    .and_then(|v| find_difference(&Dim::known(v), inferred))
+                    .and_then(|v| find_difference(&Dim::known(v), inferred, admits))
                 {
                     Some(w) => DimCmp::Mismatch(Some(w)),
                     None if overlaps(*v, Some(*v)) => DimCmp::Same,
@@ -377,8 +388,9 @@ pub(super) fn incompatible(
     declared: &DeclaredDim,
     inferred: &Dim,
     free: &HashSet<String>,
+    admits: &[Dim],
 ) -> Option<Option<Witness>> {
-    match compare(declared, inferred, free) {
+    match compare(declared, inferred, free, admits) {
         DimCmp::Mismatch(w) => Some(w),
         _ => None,
     }
@@ -401,7 +413,7 @@ mod tests {
             .min(&Dim::known(3))
             .sub(&seq.min(&Dim::known(1)))
             .max(&Dim::known(0));
-        let w = find_difference(&Dim::known(2), &narrow).expect("differs");
+        let w = find_difference(&Dim::known(2), &narrow, &[]).expect("differs");
         assert_eq!(w.sizes.get("seq"), Some(&0));
         assert_eq!((w.declared, w.inferred), (2, 0));
         // With sizes from 2 on (`--dim seq=2..`), the smallest wrong size is 2.
@@ -410,7 +422,7 @@ mod tests {
             .min(&Dim::known(3))
             .sub(&seq2.min(&Dim::known(1)))
             .max(&Dim::known(0));
-        let w = find_difference(&Dim::known(2), &narrow2).expect("differs");
+        let w = find_difference(&Dim::known(2), &narrow2, &[]).expect("differs");
         assert_eq!(w.sizes.get("seq"), Some(&2));
         assert_eq!((w.declared, w.inferred), (2, 1));
         // From 3 on it holds.
@@ -419,13 +431,13 @@ mod tests {
             .min(&Dim::known(3))
             .sub(&seq3.min(&Dim::known(1)))
             .max(&Dim::known(0));
-        assert_eq!(find_difference(&Dim::known(2), &narrow3), None);
+        assert_eq!(find_difference(&Dim::known(2), &narrow3, &[]), None);
     }
 
     #[test]
     fn a_difference_past_a_constant_is_found() {
         let seq = sym("seq");
-        let w = find_difference(&seq, &seq.min(&Dim::known(100_000))).expect("differs");
+        let w = find_difference(&seq, &seq.min(&Dim::known(100_000)), &[]).expect("differs");
         assert_eq!(w.sizes.get("seq"), Some(&100_001));
     }
 
@@ -437,7 +449,7 @@ mod tests {
         let inferred = total
             .sub(&total.sub(&seq).max(&Dim::known(0)))
             .max(&Dim::known(0));
-        let w = find_difference(&seq, &inferred).expect("differs");
+        let w = find_difference(&seq, &inferred, &[]).expect("differs");
         assert_eq!(
             w.sizes,
             BTreeMap::from([("seq".to_string(), 1), ("total".to_string(), 0)])
@@ -445,10 +457,20 @@ mod tests {
     }
 
     #[test]
+    fn sizes_the_model_cannot_run_at_are_skipped() {
+        // `min(h / 8 + 1, 3)` against 3: wrong for h < 16, but an 8-wide window needs h >= 8.
+        let h = sym("h");
+        let inferred = h.div_floor(8).add_const(1).min(&Dim::known(3));
+        let w = find_difference(&Dim::known(3), &inferred, &[h.add_const(-8)]).expect("differs");
+        assert_eq!(w.sizes.get("h"), Some(&8));
+        assert_eq!((w.declared, w.inferred), (3, 2));
+    }
+
+    #[test]
     fn equal_expressions_have_no_difference() {
         let seq = sym("seq");
         let a = seq.div_floor(2).mul_const(2);
         let b = seq.sub(&seq.sub(&seq.div_floor(2).mul_const(2)));
-        assert_eq!(find_difference(&a, &b), None);
+        assert_eq!(find_difference(&a, &b, &[]), None);
     }
 }
