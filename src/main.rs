@@ -25,6 +25,8 @@ Examples:
       every model of a directory, in parallel
   slice-opt check model.xml
       CI gate: declared vs inferred shape of every slice; exit 1 on a mismatch
+  slice-opt check models/ --format github --fail-on looser
+      every model under models/: GitHub annotations; also fail on looser declarations
   slice-opt info model.onnx
       opsets, op counts and every slice in Python notation
   slice-opt check gpt2.onnx --assume \"k_len >= q_len\" --dim q_len=1..4096
@@ -151,8 +153,10 @@ enum Command {
     /// or invalid parameters (or what --fail-on adds), 2 if a model cannot be read.
     Check {
         /// The model (.onnx, or .xml with its .bin), or a directory: every model under it
-        /// (recursively), with one exit code.
-        model: PathBuf,
+        /// (recursively). Several paths (as a pre-commit hook passes them) are checked together,
+        /// with one exit code; there an `.xml` file that is not OpenVINO IR is skipped.
+        #[arg(required = true, value_name = "MODEL|DIR")]
+        model: Vec<PathBuf>,
         /// `table` for people, `json` for machines, `github` (annotations), `sarif`, `junit` for
         /// CI systems.
         #[arg(long, value_enum, default_value = "table")]

@@ -376,3 +376,54 @@ fn dynamo_exports_declared_dims_wrong_at_admitted_sizes() {
     let m = mismatches(&[&e("pat_t5_position_bias"), "--dim", "seq=1.."]);
     assert!(m.is_empty(), "{m:?}");
 }
+
+#[test]
+fn ir_annotations_point_at_the_layer_line() {
+    // last_token.tf.xml with the StridedSlice's output port edited from [-1, 16] to [-1, 17].
+    let dir = tempfile::tempdir().expect("tempdir");
+    let xml = std::fs::read_to_string(repo().join("models/last_token.tf.xml")).expect("read");
+    let at = xml
+        .find("names=\"strided_slice:0\"")
+        .expect("the slice's output port");
+    let dim = at + xml[at..].find("<dim>16</dim>").expect("dim 16");
+    let edited = format!(
+        "{}<dim>17</dim>{}",
+        &xml[..dim],
+        &xml[dim + "<dim>16</dim>".len()..]
+    );
+    std::fs::write(dir.path().join("m.xml"), &edited).expect("write");
+    std::fs::copy(
+        repo().join("models/last_token.tf.bin"),
+        dir.path().join("m.bin"),
+    )
+    .expect("copy");
+    // The line of `<layer ... name="strided_slice"`, counted here.
+    let layer = edited
+        .lines()
+        .position(|l| l.contains("<layer ") && l.contains("name=\"strided_slice\""))
+        .expect("the layer")
+        + 1;
+    let m = dir.path().join("m.xml");
+    let m = m.to_str().expect("utf8");
+    let o = slice_opt(&["check", m, "--format", "github"]);
+    let out = String::from_utf8(o.stdout).expect("utf8");
+    let (_, props, _) = gh_parse(out.lines().next().expect("one line")).expect("grammar");
+    assert_eq!(props.get("line"), Some(&layer.to_string()));
+    let (_, log) = sarif(&[m]);
+    let region = &log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"];
+    assert_eq!(region["startLine"], layer as u64);
+}
+
+#[test]
+fn several_paths_as_a_pre_commit_hook_passes_them() {
+    // A changed `.xml` that is not IR is skipped among several paths; the models are checked
+    // together with one exit code.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pom = dir.path().join("pom.xml");
+    std::fs::write(&pom, "<project/>\n").expect("write");
+    let pom = pom.to_str().expect("utf8");
+    let ok = ["check", "models/last_token.onnx", pom, "models/last_token.tf.xml"];
+    assert_eq!(slice_opt(&ok).status.code(), Some(0));
+    let bad = ["check", "models/last_token.onnx", pom, THREE];
+    assert_eq!(slice_opt(&bad).status.code(), Some(1));
+}

@@ -19,7 +19,9 @@ model that cannot be read):
 Sizes: every dynamo export (opset 18) in tests/data/exports and tests/data/check, checked with
 `--format json`; each `mismatch` row with `wrong_at` is run in ONNX Runtime at those sizes (the
 inputs built from the graph's declared input shapes), and the slice's actual dim is compared with
-the declared dim evaluated at those sizes (sympy, from the model's own text).
+the declared dim evaluated at those sizes (sympy, from the model's own text); and at every binding
+`check` tries before it (smaller sizes), where the declared dim must be right or the model must
+not run.
 """
 import argparse
 import glob
@@ -220,19 +222,76 @@ def formats(bin_):
 
 
 # --- sizes ----------------------------------------------------------------------------------
-def sizes(bin_):
+def declared_at(m, out, axis, at):
+    """The declared dim `axis` of value `out` in model `m`, evaluated at sizes `at` (sympy)."""
+    import sympy
+
+    vi = next(v for v in list(m.graph.value_info) + list(m.graph.output) if v.name == out)
+    d = vi.type.tensor_type.shape.dim[axis]
+    if d.HasField("dim_value"):
+        return vi, d.dim_value, str(d.dim_value)
+    loc = {k: sympy.Symbol(k, integer=True, nonnegative=True) for k in at}
+    loc.update({"Max": sympy.Max, "Min": sympy.Min, "Mod": sympy.Mod, "floor": sympy.floor})
+    return vi, int(sympy.sympify(d.dim_param, locals=loc).subs({loc[k]: v for k, v in at.items()})), d.dim_param
+
+
+def ort_dim(path, out, elem_type, axis, at):
+    """The dim `axis` of value `out` when ONNX Runtime runs the model at sizes `at` (inputs of
+    zeros shaped by the graph's declared input shapes), or the error."""
     import numpy as np
     import onnx
     import onnxruntime as ort
-    import sympy
 
-    ort.set_default_logger_severity(3)
-    models = sorted(glob.glob(os.path.join(ROOT, "tests/data/exports/*.dynamo18.onnx")) +
-                    glob.glob(os.path.join(ROOT, "tests/data/check/*.dynamo18.onnx")))
-    checked = confirmed = 0
-    for path in models:
+    m2 = onnx.load(path)
+    if out not in [o.name for o in m2.graph.output]:
+        m2.graph.output.append(onnx.helper.make_tensor_value_info(out, elem_type, None))
+    feeds = {}
+    inits = {t.name for t in m2.graph.initializer}
+    for i in m2.graph.input:
+        if i.name in inits:
+            continue
+        shape = [dd.dim_value if dd.HasField("dim_value") else at.get(dd.dim_param, 2)
+                 for dd in i.type.tensor_type.shape.dim]
+        feeds[i.name] = np.zeros(shape, onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type))
+    try:
+        sess = ort.InferenceSession(m2.SerializeToString(), providers=["CPUExecutionProvider"])
+        return sess.run([out], feeds)[0].shape[axis], None
+    except Exception as e:  # the model does not run at these sizes
+        return None, str(e).splitlines()[0][:160]
+
+
+def smaller(at, lows):
+    """Every binding of `at`'s symbols (each >= its lower bound) before `at` in check's order:
+    a smaller sum of distances from the lower bounds, or the same sum and lexicographically
+    smaller (symbols by name). At most 200."""
+    import itertools
+
+    names = sorted(at)
+    lo = [lows.get(n, 0) for n in names]
+    target = tuple(at[n] - l for n, l in zip(names, lo))
+    total = sum(target)
+    out = []
+    for off in itertools.product(range(total + 1), repeat=len(names)):
+        if sum(off) < total or (sum(off) == total and off < target):
+            out.append({n: l + o for n, l, o in zip(names, lo, off)})
+    return out[:200]
+
+
+# (model, extra arguments of check, lower bounds they state)
+RUNS = [(p, [], {}) for p in sorted(glob.glob(os.path.join(ROOT, "tests/data/exports/*.dynamo18.onnx")) +
+                                    glob.glob(os.path.join(ROOT, "tests/data/check/*.dynamo18.onnx")))]
+RUNS.append((os.path.join(ROOT, "tests/data/check/narrow_tail.dynamo18.onnx"), ["--dim", "seq=2.."], {"seq": 2}))
+
+
+def sizes(bin_):
+    import onnx
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(4)
+    checked = confirmed = smallest = 0
+    for path, extra, lows in RUNS:
         rel = os.path.relpath(path, ROOT)
-        rows = rows_of(bin_, rel)
+        rows = rows_of(bin_, rel, extra)
         m = onnx.load(path)
         for row in rows:
             if row["verdict"] != "mismatch":
@@ -246,46 +305,31 @@ def sizes(bin_):
             axis = int(mdim.group(1))
             node = next(n for n in m.graph.node if n.name == row["node"] or (not n.name and f"({n.output[0]})" == row["node"]))
             out = node.output[0]
-            vi = next(v for v in list(m.graph.value_info) + list(m.graph.output) if v.name == out)
-            d = vi.type.tensor_type.shape.dim[axis]
-            if d.HasField("dim_value"):
-                declared = d.dim_value
-            else:
-                text = d.dim_param
-                loc = {k: sympy.Symbol(k, integer=True, nonnegative=True) for k in at}
-                loc.update({"Max": sympy.Max, "Min": sympy.Min, "Mod": sympy.Mod, "floor": sympy.floor})
-                declared = int(sympy.sympify(text, locals=loc).subs({loc[k]: v for k, v in at.items()}))
-            # Run at those sizes, with the slice's output as a graph output.
-            m2 = onnx.load(path)
-            if out not in [o.name for o in m2.graph.output]:
-                m2.graph.output.append(onnx.helper.make_tensor_value_info(out, vi.type.tensor_type.elem_type, None))
-            feeds = {}
-            for i in m2.graph.input:
-                if i.name in {t.name for t in m2.graph.initializer}:
-                    continue
-                shape = []
-                for dd in i.type.tensor_type.shape.dim:
-                    if dd.HasField("dim_value"):
-                        shape.append(dd.dim_value)
-                    else:
-                        shape.append(at.get(dd.dim_param, 2))
-                dt = onnx.helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type)
-                feeds[i.name] = np.zeros(shape, dt)
-            try:
-                sess = ort.InferenceSession(m2.SerializeToString(), providers=["CPUExecutionProvider"])
-                names = [o.name for o in sess.get_outputs()]
-                res = sess.run([out], feeds)[0]
-            except Exception as e:
-                fail(f"{rel} {row['path']} at {at}: ONNX Runtime does not run it: {str(e)[:160]}")
+            vi, declared, text = declared_at(m, out, axis, at)
+            elem = vi.type.tensor_type.elem_type
+            actual, err = ort_dim(path, out, elem, axis, at)
+            if err:
+                fail(f"{rel} {row['path']} at {at}: ONNX Runtime does not run it: {err}")
                 continue
-            actual = res.shape[axis]
             ok = actual != declared
             confirmed += ok
-            print(f"{rel} {row['path']} dim {axis} at {at}: declared {d.dim_param or d.dim_value} = {declared}, "
-                  f"ONNX Runtime gives {actual}: {'wrong, confirmed' if ok else 'NOT wrong'}")
+            # Every binding check tries before this one: right there, or the model does not run.
+            before = smaller(at, lows)
+            wrong_before = []
+            for b in before:
+                a2, e2 = ort_dim(path, out, elem, axis, b)
+                if e2 is None and a2 != declared_at(m, out, axis, b)[1]:
+                    wrong_before.append(b)
+            smallest += not wrong_before
+            print(f"{rel} {' '.join(extra)} {row['path']} dim {axis} at {at}: declared {text} = {declared}, "
+                  f"ONNX Runtime gives {actual}: {'wrong, confirmed' if ok else 'NOT wrong'}; "
+                  f"{len(before)} smaller binding(s) right or not run{'' if not wrong_before else ', WRONG at ' + str(wrong_before)}")
             if not ok:
                 fail(f"{rel} {row['path']}: declared {declared} is right at {at}")
-    print(f"sizes: {checked} mismatch rows over {len(models)} dynamo exports, {confirmed} confirmed wrong by ONNX Runtime")
+            if wrong_before:
+                fail(f"{rel} {row['path']}: not the smallest: also wrong at {wrong_before}")
+    print(f"sizes: {checked} mismatch rows in {len(RUNS)} runs over dynamo exports, {confirmed} confirmed wrong "
+          f"by ONNX Runtime, {smallest} the smallest such sizes")
     if checked == 0:
         fail("no mismatch row found")
 

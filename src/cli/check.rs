@@ -126,33 +126,44 @@ fn table_lines(report: &CheckReport, fail_on: FailOn) -> Vec<String> {
     lines
 }
 
-pub fn run_check(path: &Path, format: CheckFormat, fail_on: FailOn) -> Result<ExitCode, Error> {
-    let dir = path.is_dir();
-    let paths = if dir {
-        let found = models_under(path)?;
-        if found.is_empty() {
-            return Err(Error::Refused {
-                path: path.to_path_buf(),
-                message: "no model (.onnx, or OpenVINO IR .xml) under this directory".into(),
+pub fn run_check(
+    inputs: &[PathBuf],
+    format: CheckFormat,
+    fail_on: FailOn,
+) -> Result<ExitCode, Error> {
+    // One model as the table or JSON: as before (an unreadable model is the run's error).
+    if let [path] = inputs {
+        if !path.is_dir() && matches!(format, CheckFormat::Table | CheckFormat::Json) {
+            let report = check_one(path)?;
+            if format == CheckFormat::Json {
+                print_out(json(&report)?.lines())?;
+            } else {
+                print_out(table_lines(&report, fail_on))?;
+            }
+            return Ok(if report.passes(fail_on) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
             });
         }
-        found
-    } else {
-        vec![path.to_path_buf()]
-    };
-    // One model as the table or JSON: as before (an unreadable model is the run's error).
-    if !dir && matches!(format, CheckFormat::Table | CheckFormat::Json) {
-        let report = check_one(path)?;
-        if format == CheckFormat::Json {
-            print_out(json(&report)?.lines())?;
-        } else {
-            print_out(table_lines(&report, fail_on))?;
+    }
+    let single = matches!(inputs, [p] if !p.is_dir());
+    let mut paths = Vec::new();
+    for path in inputs {
+        if path.is_dir() {
+            let found = models_under(path)?;
+            if found.is_empty() && inputs.len() == 1 {
+                return Err(Error::Refused {
+                    path: path.to_path_buf(),
+                    message: "no model (.onnx, or OpenVINO IR .xml) under this directory".into(),
+                });
+            }
+            paths.extend(found);
+        } else if single || is_checked_model(path) || !path.exists() {
+            // A path given alone is checked whatever it is; among several, an `.xml` that is
+            // not IR (a pre-commit hook passes every changed `.xml`) is not a model.
+            paths.push(path.to_path_buf());
         }
-        return Ok(if report.passes(fail_on) {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
     }
     let checked: Vec<Checked> = {
         use rayon::prelude::*;
@@ -212,7 +223,7 @@ pub fn run_check(path: &Path, format: CheckFormat, fail_on: FailOn) -> Result<Ex
         }
         CheckFormat::Github => {
             print_out(formats::github(&checked, fail_on))?;
-            if dir {
+            if !single {
                 term::err([summary]);
             }
         }
