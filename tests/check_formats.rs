@@ -422,7 +422,12 @@ fn several_paths_as_a_pre_commit_hook_passes_them() {
     let pom = dir.path().join("pom.xml");
     std::fs::write(&pom, "<project/>\n").expect("write");
     let pom = pom.to_str().expect("utf8");
-    let ok = ["check", "models/last_token.onnx", pom, "models/last_token.tf.xml"];
+    let ok = [
+        "check",
+        "models/last_token.onnx",
+        pom,
+        "models/last_token.tf.xml",
+    ];
     assert_eq!(slice_opt(&ok).status.code(), Some(0));
     let bad = ["check", "models/last_token.onnx", pom, THREE];
     assert_eq!(slice_opt(&bad).status.code(), Some(1));

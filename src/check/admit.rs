@@ -4,9 +4,9 @@
 //!
 //! A convolution or a pool needs each padded spatial input at least as large as its dilated
 //! window (ONNX `Conv`/`MaxPool`/`AveragePool`/`LpPool`, OpenVINO `Convolution`,
-//! `GroupConvolution`, `MaxPool`, `AvgPool`: `in + pad_begin + pad_end - dilation * (k - 1) - 1
-//! >= 0`, the numerator of the output size in the ONNX operator documentation; ONNX Runtime
-//! refuses a smaller input: "Invalid input shape").
+//! `GroupConvolution`, `MaxPool`, `AvgPool`): `in + pad_begin + pad_end - dilation * (k - 1) -
+//! 1` (the numerator of the output size in the ONNX operator documentation) is not negative.
+//! ONNX Runtime refuses a smaller input ("Invalid input shape").
 
 use petgraph::stable_graph::NodeIndex;
 
