@@ -150,6 +150,18 @@ pub fn run_check(
     let single = matches!(inputs, [p] if !p.is_dir());
     let mut paths = Vec::new();
     for path in inputs {
+        // A directory named like a model is a mistake (or a trap), not a folder of models.
+        if path.is_dir()
+            && matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("onnx" | "xml")
+            )
+        {
+            return Err(Error::Refused {
+                path: path.to_path_buf(),
+                message: "is a directory, not a model file (a directory of models must not be named like one)".into(),
+            });
+        }
         if path.is_dir() {
             let found = models_under(path)?;
             if found.is_empty() && inputs.len() == 1 {
