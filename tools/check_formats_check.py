@@ -198,6 +198,7 @@ def formats(bin_):
         check_sarif(bin_, FIXTURE, fo, {FIXTURE: rows})
         check_junit(bin_, FIXTURE, fo, {FIXTURE: rows})
     # A directory: the fixtures, a subfolder, and a model that cannot be read.
+    os.makedirs(os.path.join(ROOT, "target"), exist_ok=True)
     tmp = tempfile.mkdtemp(dir=os.path.join(ROOT, "target"))
     try:
         rel = os.path.relpath(tmp, ROOT)
