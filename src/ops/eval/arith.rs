@@ -1,16 +1,15 @@
 //! Values of the integer arithmetic that feeds shapes: element-wise `Add`/`Sub`/`Mul`/`Div`
-//! with numpy broadcasting, `Range`, `ConstantOfShape`. Their shape rules are in
-//! `shape/elementwise.rs` and `shape/gather.rs`. Their rows of the fold table: `OPS`, near the end.
+//! with numpy broadcasting, `Range`, `ConstantOfShape`, and their rows of the fold table (`OPS`,
+//! near the end). Their shape rules are in `shape/elementwise.rs` and `shape/gather.rs`.
 
 use bytes::Bytes;
 
-use crate::ir::{DType, Tensor, TensorData};
-
-use super::{cast, check_size, count, EvalError};
-use crate::ir::Attr;
 use crate::ir::Format::{Onnx, OpenVino};
+use crate::ir::{Attr, DType, Tensor, TensorData};
 use crate::ops::attrs;
 use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
+
+use super::{cast, check_size, count, EvalError};
 
 /// An integer element-wise binary operation (see [`arith`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

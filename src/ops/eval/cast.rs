@@ -3,12 +3,12 @@
 
 use bytes::Bytes;
 
-use crate::ir::{DType, Tensor, TensorData};
-
-use super::{check_size, count, EvalError};
 use crate::ir::Format::{Onnx, OpenVino};
+use crate::ir::{DType, Tensor, TensorData};
 use crate::ops::attrs::CastTo;
 use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
+
+use super::{check_size, count, EvalError};
 
 /// Converts numeric values between element types (shape arithmetic and small constants):
 /// integers, bool, f16, bf16, f32, f64. Float to integer truncates toward zero, as ONNX `Cast`

@@ -5,12 +5,12 @@
 
 use bytes::Bytes;
 
-use crate::ir::{DType, Tensor, TensorData};
-
-use super::{check_size, count, EvalError};
 use crate::ir::Format::{Onnx, OpenVino};
+use crate::ir::{DType, Tensor, TensorData};
 use crate::ops::attrs::{self, ReshapeAttrs, SqueezeAxes};
 use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
+
+use super::{check_size, count, EvalError};
 
 /// `Concat` along `axis`.
 pub fn concat(parts: &[&Tensor], axis: i64, limit: u64) -> Result<Tensor, EvalError> {

@@ -4,13 +4,13 @@
 
 use bytes::Bytes;
 
+use crate::ir::Format::{Onnx, OpenVino};
 use crate::ir::{DType, Tensor, TensorData};
+use crate::ops::attrs::{self, GatherAxis};
+use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 use crate::semantics::{self, Clamp, ResolvedAxis, SlicePlan};
 
 use super::{bit_order, check_size, count, run_bytes, BitOrder, EvalError};
-use crate::ir::Format::{Onnx, OpenVino};
-use crate::ops::attrs::{self, GatherAxis};
-use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
 /// Picks elements `offsets` (flat indices into `t`) into a new tensor of `shape`.
 pub fn take(t: &Tensor, offsets: &[u64], shape: Vec<u64>) -> Result<Tensor, EvalError> {
