@@ -157,6 +157,51 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
     })
 }
 
+/// The value shape propagation knows for the one output of node `ix`, when every element is a
+/// known integer: a node of the fold table whose inputs are not all constants, or `Size`,
+/// whose value the dims give (a `Shape` of an input whose dims inference knows although the
+/// file does not declare them). The facts are propagated once, on first need, from the graph
+/// as loaded: folding keeps every value, so they stay true while the pass folds.
+fn known_value(
+    model: &Model,
+    ix: NodeIndex,
+    limit: u64,
+    facts: &mut Option<crate::shape::Facts>,
+) -> Option<Tensor> {
+    let graph = model.graph();
+    let n = graph.node(ix);
+    if n.kind != NodeKind::Op || n.outputs.len() != 1 || n.num_inputs == 0 {
+        return None;
+    }
+    let format = model.format();
+    let in_table = registry::lookup(n, format).is_some()
+        || (format == Format::Onnx && n.op_type == "Size" && n.domain.is_empty());
+    if !in_table {
+        return None;
+    }
+    if facts.is_none() {
+        *facts = Some(crate::shape::propagate(model).ok()?);
+    }
+    let fact = facts
+        .as_ref()?
+        .get(crate::ir::OutletId { node: ix, port: 0 });
+    let dtype = fact.dtype?;
+    if !(dtype.is_index_type() || dtype == crate::ir::DType::Bool) {
+        return None;
+    }
+    let shape: Vec<u64> = fact
+        .known_shape()?
+        .into_iter()
+        .map(u64::try_from)
+        .collect::<std::result::Result<_, _>>()
+        .ok()?;
+    let values = fact.known_value()?;
+    if values.len() as u64 != shape.iter().product::<u64>() {
+        return None;
+    }
+    eval::cast(&Tensor::from_i64(shape, &values), dtype, limit).ok()
+}
+
 /// A tensor attribute of an ONNX node as loaded (the IR keeps tensor attributes only in the
 /// node's original record).
 fn onnx_tensor_attr(model: &Model, ix: NodeIndex, name: &str) -> Option<Tensor> {
@@ -260,11 +305,20 @@ pub(crate) fn run_listing(
     // fresh memory).
     let mut dead_inputs = Vec::with_capacity(model.graph().g.edge_count());
     let opset = model.onnx_opset();
+    // Shape facts, computed the first time a node of the table does not evaluate (issue 43:
+    // a value the inference knows as constant folds even when its inputs are not constants).
+    let mut facts: Option<crate::shape::Facts> = None;
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
             continue;
         }
-        match evaluate(model, ix, limit) {
+        let mut outcome = evaluate(model, ix, limit);
+        if matches!(outcome, Err(NoFold::Silent)) {
+            if let Some(t) = known_value(model, ix, limit, &mut facts) {
+                outcome = Ok(t);
+            }
+        }
+        match outcome {
             Ok(t) => {
                 let graph = model.graph();
                 if let Some(w) = slice_node::classify(graph, ix, format, opset)
