@@ -107,6 +107,8 @@ const FAMILIES: &[&[OpEntry]] = &[
     eval::manip::OPS,
     eval::cast::OPS,
     eval::arith::OPS,
+    eval::elementwise::OPS,
+    eval::reduce::OPS,
 ];
 
 const COUNT: usize = {

@@ -43,7 +43,7 @@ pub fn broadcast_shape(a: &[u64], b: &[u64]) -> Result<Vec<u64>, EvalError> {
 }
 
 /// The flat index into a tensor of shape `s` (broadcast to `out`) of output position `pos`.
-fn broadcast_offsets(s: &[u64], out: &[u64]) -> Vec<u64> {
+pub(crate) fn broadcast_offsets(s: &[u64], out: &[u64]) -> Vec<u64> {
     let n = out.len();
     let total: u64 = out.iter().product();
     let mut offsets = Vec::with_capacity(total as usize);

@@ -18,7 +18,9 @@ use crate::semantics;
 
 pub mod arith;
 pub mod cast;
+pub mod elementwise;
 pub mod manip;
+pub mod reduce;
 pub mod shape_of;
 pub mod slice;
 

@@ -27,7 +27,22 @@ pub(crate) const OPS: &[OpEntry] = &[
         needs: Needs::InputDims,
         ..row("ShapeOf", OpenVino, ov_shape_of_node)
     },
+    OpEntry {
+        needs: Needs::InputDims,
+        ..row("Size", Onnx, size_node)
+    },
 ];
+
+/// ONNX `Size`: the element count of its input, an i64 scalar.
+fn size_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let n = i
+        .dims
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))
+        .and_then(|n| i64::try_from(n).ok())
+        .ok_or_else(|| NoEval::Skip("Size overflows i64".into()))?;
+    Ok(Tensor::from_i64(vec![], &[n]))
+}
 
 fn onnx_shape_node(i: &Inputs) -> Result<Tensor, NoEval> {
     let (start, end) = attrs::shape_range(i.node, i.dims.len());

@@ -1,0 +1,149 @@
+"""Fixtures of issue 43's fold rows: one small model per case, every input a constant, and the
+value a real runtime computes for it, for `tests/fold_ops.rs`.
+
+ONNX: a one-node model whose inputs are initializers; the expected output is what ONNX Runtime
+(all graph optimizations off) gives for the same node with the same values fed as inputs.
+IR: a one-op OpenVINO model over `Constant`s (opset 13 ops through `openvino.opset13`), saved
+with `ov.save_model`; the expected output is what OpenVINO CPU gives for that model.
+
+Writes tests/data/fold_ops/{NAME.onnx, NAME.xml/.bin} and tests/data/fold_ops/expected.json
+(per file: dtype name, shape, values as a flat list; floats as strings (`-inf`), booleans as
+0/1).
+
+Usage: /work/venv-exports/bin/python tools/gen_fold_ops.py
+"""
+
+import json
+import os
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "fold_ops")
+
+I64, I32, I8, B, F = np.int64, np.int32, np.int8, np.bool_, np.float32
+
+
+def a(v, dt):
+    return np.array(v, dtype=dt)
+
+
+# name, op, inputs (None = omitted), attributes
+ONNX_CASES = [
+    ("equal_i64", "Equal", [a([[1, 2, 3]], I64), a([[1], [3]], I64)], {}),
+    ("less_i32", "Less", [a([-5, 0, 7], I32), a(0, I32)], {}),
+    ("less_or_equal", "LessOrEqual", [a([1, 2, 3], I64), a([2, 2, 2], I64)], {}),
+    ("greater", "Greater", [a([[1, 5], [9, -2]], I64), a([4, 0], I64)], {}),
+    ("greater_or_equal", "GreaterOrEqual", [a([1, 2, 3], I64), a(2, I64)], {}),
+    ("equal_bool", "Equal", [a([True, False, True], B), a([True, True, False], B)], {}),
+    ("and", "And", [a([[True, False], [True, True]], B), a([True, False], B)], {}),
+    ("or", "Or", [a([True, False, False], B), a([False, False, True], B)], {}),
+    ("xor", "Xor", [a([True, False, True], B), a(True, B)], {}),
+    ("not", "Not", [a([[True, False]], B)], {}),
+    ("neg_i64", "Neg", [a([3, -4, 0], I64)], {}),
+    ("neg_i8_wraps", "Neg", [a([-128, 5, -7], I8)], {}),
+    ("abs_i32", "Abs", [a([-3, 4, -2147483647], I32)], {}),
+    ("min_variadic", "Min", [a([5, 1, 9], I64), a(4, I64), a([[7], [0]], I64)], {}),
+    ("max_i32", "Max", [a([5, -1, 9], I32), a([6, -3, 2], I32)], {}),
+    ("mod_floor", "Mod", [a([-7, 7, -7, 7, 6], I64), a([2, -2, -2, 2, 3], I64)], {}),
+    ("mod_fmod", "Mod", [a([-7, 7, -7, 7, 6], I64), a([2, -2, -2, 2, 3], I64)], {"fmod": 1}),
+    ("mod_i32", "Mod", [a([-9, 9, 10], I32), a(4, I32)], {}),
+    ("where_i64", "Where", [a([[True, False, True]], B), a([1, 2, 3], I64), a([[10], [20]], I64)], {}),
+    ("where_f32", "Where", [a([[True, False], [False, True]], B), a(-np.inf, F), a([0.0, 1.5], F)], {}),
+    ("expand_i64", "Expand", [a([[1], [2]], I64), a([2, 3], I64)], {}),
+    ("expand_bidir", "Expand", [a([[1, 2, 3]], I32), a([2, 1], I64)], {}),
+    ("expand_f32_rank_up", "Expand", [a([0.5, -1.0], F), a([3, 1, 2], I64)], {}),
+    ("trilu_upper", "Trilu", [a(np.arange(1, 13).reshape(3, 4), I64)], {}),
+    ("trilu_lower_k", "Trilu", [a(np.arange(1, 13).reshape(3, 4), I64), a(-1, I64)], {"upper": 0}),
+    ("trilu_upper_k2_batched", "Trilu", [a(np.arange(1, 19).reshape(2, 3, 3), F), a(1, I64)], {}),
+    ("reduce_prod_all", "ReduceProd", [a([2, 3, 4], I64)], {"keepdims": 0}),
+    ("reduce_prod_axes_attr", "ReduceProd", [a([[1, 2, 3], [4, 5, 6]], I64)], {"axes": [1]}),
+    ("reduce_sum_axes_input", "ReduceSum", [a([[1, 2, 3], [4, 5, 6]], I64), a([0], I64)], {"keepdims": 0}),
+    ("reduce_sum_neg_axis", "ReduceSum", [a([[1, 2, 3], [4, 5, 6]], I32), a([-1], I64)], {}),
+    ("size", "Size", [a(np.zeros((2, 3, 4)), F)], {}),
+]
+
+ONNX_OPSET = {"ReduceProd": 13, "Trilu": 14}
+
+
+def onnx_case(name, op, inputs, attrs):
+    opset = ONNX_OPSET.get(op, 13)
+    names = [f"i{k}" for k in range(len(inputs))]
+    node = helper.make_node(op, names, ["y"], name=op.lower(), **attrs)
+    out = onnx.ValueInfoProto(name="y")
+    # What ONNX Runtime computes: the same node with the values fed as graph inputs.
+    feeds = {n: v for n, v in zip(names, inputs)}
+    gin = [
+        helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+        for n, v in feeds.items()
+    ]
+    run = helper.make_model(helper.make_graph([node], name, gin, [out]),
+                            opset_imports=[helper.make_opsetid("", opset)])
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    sess = ort.InferenceSession(run.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    (y,) = sess.run(None, feeds)
+    # The fixture: the same node over initializers.
+    inits = [numpy_helper.from_array(v, n) for n, v in feeds.items()]
+    m = helper.make_model(helper.make_graph([node], name, [], [out], initializer=inits),
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, f"{name}.onnx"))
+    return y
+
+
+def ov_cases():
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    c = lambda v, dt: ops.constant(np.array(v, dtype=dt))  # noqa: E731
+    return [
+        ("ov_floor_mod", lambda: ops.floor_mod(c([-7, 7, -7, 7], I64), c([2, -2, -2, 2], I64))),
+        ("ov_mod", lambda: ops.mod(c([-7, 7, -7, 7], I64), c([2, -2, -2, 2], I64))),
+        ("ov_less_equal", lambda: ops.less_equal(c([1, 2, 3], I64), c(2, I64))),
+        ("ov_not_equal", lambda: ops.not_equal(c([1, 2, 3], I32), c([1, 0, 3], I32))),
+        ("ov_logical_and", lambda: ops.logical_and(c([True, False, True], B), c(True, B))),
+        ("ov_logical_not", lambda: ops.logical_not(c([True, False], B))),
+        ("ov_minimum", lambda: ops.minimum(c([[5, 1]], I64), c([[2], [3]], I64))),
+        ("ov_maximum", lambda: ops.maximum(c([5, -1], I32), c(0, I32))),
+        ("ov_negative", lambda: ops.negative(c([3, -4], I64))),
+        ("ov_select", lambda: ops.select(c([True, False, True], B), c([1, 2, 3], I64), c(-1, I64))),
+        ("ov_broadcast_numpy", lambda: ops.broadcast(c([[1], [2]], I64), c([3, 2, 4], I64))),
+        ("ov_broadcast_bidir", lambda: ops.broadcast(c([[1], [2]], I32), c([1, 3], I64),
+                                                     broadcast_spec="BIDIRECTIONAL")),
+        ("ov_reduce_prod", lambda: ops.reduce_prod(c([[2, 3], [4, 5]], I64), c([1], I64), False)),
+        ("ov_reduce_sum_keep", lambda: ops.reduce_sum(c([[2, 3], [4, 5]], I64), c([0], I64), True)),
+    ], ov
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    expected = {}
+
+    def record(fname, y):
+        y = np.asarray(y)
+        kind = "float" if y.dtype.kind == "f" else "int"
+        vals = [repr(float(v)) if kind == "float" else int(v) for v in y.reshape(-1)]
+        expected[fname] = {"dtype": str(y.dtype), "shape": list(y.shape), "values": vals}
+
+    for name, op, inputs, attrs in ONNX_CASES:
+        record(f"{name}.onnx", onnx_case(name, op, inputs, attrs))
+    cases, ov = ov_cases()
+    core = ov.Core()
+    for name, build in cases:
+        node = build()
+        model = ov.Model([ov.opset13.result(node)], [], name)
+        path = os.path.join(OUT, f"{name}.xml")
+        ov.save_model(model, path, compress_to_fp16=False)
+        compiled = core.compile_model(core.read_model(path), "CPU")
+        y = compiled({})[compiled.outputs[0]]
+        record(f"{name}.xml", y)
+    with open(os.path.join(OUT, "expected.json"), "w") as f:
+        json.dump(expected, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
