@@ -11,7 +11,9 @@ first assignment is used):
   IR    ours: the Parameters' shape attribute and port dims set here (or `--dim`), then slice-opt;
         theirs: `core.read_model`, `model.reshape({name: shape})`, `ov.save_model(..., compress_to_fp16=False)`.
 Counts per op type what remains in each; lists the nodes of the shape-plumbing kinds (by output
-name) that theirs removed and ours kept; compares outputs (ONNX Runtime for ONNX, OpenVINO CPU for
+name) that theirs removed and ours kept, each marked int/float (element type) and `/const` when it
+depends on no input's elements at the fixed sizes (a missed fold; without the mark theirs removed it
+by another rewrite, e.g. merging two Reshapes); compares outputs (ONNX Runtime for ONNX, OpenVINO CPU for
 IR) against the original model at those sizes; times both (wall, best of 3, whole process).
 
 Usage: /work/venv-exports/bin/python tools/fold_vs_onnxsim.py --bin target/debug/slice-opt
@@ -141,6 +143,24 @@ def value_types(m):
     return out
 
 
+def data_dependent(g):
+    """Names of the values of top graph `g` that depend on a graph input's elements (a `Shape` or
+    `Size` output depends only on dims, fixed here, so it does not); every other value is a
+    constant at the fixed sizes, which a complete fold removes."""
+    inits = {i.name for i in g.initializer}
+    dep = {i.name for i in g.input if i.name not in inits}
+    for n in g.node:  # ONNX nodes are topologically sorted
+        if n.op_type in ("Shape", "Size"):
+            continue
+        captured = set()
+        for a in n.attribute:
+            if a.HasField("g"):
+                captured |= {i for m in a.g.node for i in m.input}
+        if any(i in dep for i in list(n.input) + list(captured)):
+            dep.update(n.output)
+    return dep
+
+
 def ort_outputs(path, feeds):
     import onnxruntime as ort
 
@@ -198,8 +218,9 @@ def onnx_model(args, fname, spec, tmp, dim_flag):
         ours_nodes = onnx_nodes(ours_model.graph, [])
         elem = value_types(ours_model)
         sim_outs = {o for n in onnx_nodes(onnx.load(sim).graph, []) for o in n.output}
+        dep = data_dependent(ours_model.graph)
         r["kept"] = sorted(
-            (n.op_type, n.name, elem.get(n.output[0], "?"))
+            (n.op_type, n.name, elem.get(n.output[0], "?") + ("" if n.output[0] in dep else "/const"))
             for n in ours_nodes
             if n.op_type in KINDS_ONNX and n.output and n.output[0] not in sim_outs
         )
@@ -384,11 +405,12 @@ def print_summary(rows, dim_flag):
         kinds = collections.Counter(f"{t}/{e}" for r in part for t, _, e in r["kept"])
         n_clean = sum(1 for r in part if not r["kept"])
         n_int = sum(1 for r in part if not [k for k in r["kept"] if k[2] != "float"])
+        n_const = sum(1 for r in part if not [k for k in r["kept"] if k[2].startswith("int/const")])
         eq = sum(1 for r in part if r.get("eq_ours") is True)
         fast = sum(1 for r in part if r["t_ours"] <= r["t_sim"] / 10)
         print(
             f"{fmt}: {len(part)} models; none kept that theirs removes: {n_clean} (none integer/bool/unknown-typed:"
-            f" {n_int}); outputs equal:"
+            f" {n_int}; none integer and constant at these sizes: {n_const}); outputs equal:"
             f" {eq}; ours <= 1/10 of theirs: {fast}"
         )
         print("  kept (theirs removed) by kind/type: " + ", ".join(f"{k} {v}" for k, v in kinds.most_common()))

@@ -3,6 +3,7 @@ value a real runtime computes for it, for `tests/fold_ops.rs`.
 
 ONNX: a one-node model whose inputs are initializers; the expected output is what ONNX Runtime
 (all graph optimizations off) gives for the same node with the same values fed as inputs.
+Also two ONNX chains over a fixed-size input whose dims only inference knows (`facts_*`).
 IR: a one-op OpenVINO model over `Constant`s (opset 13 ops through `openvino.opset13`), saved
 with `ov.save_model`; the expected output is what OpenVINO CPU gives for that model.
 
@@ -94,6 +95,46 @@ def onnx_case(name, op, inputs, attrs):
     return y
 
 
+def facts_cases():
+    """Issue 43 item 2: shape plumbing on a value whose dims only inference knows (a `Relu` of a
+    fixed-size input, no `value_info`): `Shape` (with `start`), `Size` and what follows fold."""
+    x = helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(np.dtype(F)), [2, 3, 4])
+    c = lambda n, v: helper.make_node("Constant", [], [n], value=numpy_helper.from_array(np.array(v, I64)))  # noqa: E731
+    chains = {
+        "facts_shape_gather_mul": [
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("Shape", ["r"], ["s"]),
+            c("one", [1]),
+            helper.make_node("Gather", ["s", "one"], ["g"], axis=0),
+            c("two", 2),
+            helper.make_node("Mul", ["g", "two"], ["m"]),
+            helper.make_node("Concat", ["s", "m"], ["y"], axis=0),
+        ],
+        "facts_shape_start_size": [
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("Shape", ["r"], ["s"], start=1),
+            helper.make_node("Size", ["r"], ["n"]),
+            helper.make_node("Unsqueeze", ["n", "zero"], ["nu"]),
+            c("zero", [0]),
+            helper.make_node("Concat", ["s", "nu"], ["y"], axis=0),
+        ],
+    }
+    out = []
+    for name, nodes in chains.items():
+        # Topological order: constants first.
+        nodes = [n for n in nodes if n.op_type == "Constant"] + [n for n in nodes if n.op_type != "Constant"]
+        m = helper.make_model(helper.make_graph(nodes, name, [x], [onnx.ValueInfoProto(name="y")]),
+                              opset_imports=[helper.make_opsetid("", 15)])
+        m.ir_version = 8
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        (y,) = sess.run(None, {"x": np.random.default_rng(0).standard_normal((2, 3, 4)).astype(F)})
+        onnx.save(m, os.path.join(OUT, f"{name}.onnx"))
+        out.append((f"{name}.onnx", y))
+    return out
+
+
 def ov_cases():
     import openvino as ov
     import openvino.opset13 as ops
@@ -130,6 +171,8 @@ def main():
 
     for name, op, inputs, attrs in ONNX_CASES:
         record(f"{name}.onnx", onnx_case(name, op, inputs, attrs))
+    for fname, y in facts_cases():
+        record(fname, y)
     cases, ov = ov_cases()
     core = ov.Core()
     for name, build in cases:
