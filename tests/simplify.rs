@@ -1,0 +1,629 @@
+//! Issue 43, pass `simplify` and its semantics core (`semantics::compose`).
+//!
+//! - The core against `gather` on index tensors: random pairs of slices (proptest) on known
+//!   dims (every composition of a valid pair merges, to the same elements) and on symbolic
+//!   dims (a merge claimed exact gives the same elements at every size of the symbol's
+//!   range); identity and split decisions the same way.
+//! - Acceptance 3's conformance leg: pairs of consecutive slices drawn from the conformance
+//!   data (`tests/data/slice.jsonl.gz`, `strided_slice.jsonl.gz`), static and symbolic.
+//! - The pass: one test per rewrite and per refusal, expected elements from the spec's rules
+//!   (Python slicing on `arange`), never from our output.
+
+mod common;
+
+use proptest::prelude::*;
+use serde_json::Value;
+use slice_opt::semantics::compose::{
+    compose, is_identity, split_pieces, split_runs, within_concat, PieceSize, Refusal,
+};
+use slice_opt::semantics::decode::{constant, TfMasks};
+use slice_opt::semantics::{
+    gather, onnx_slice, output_shape, strided_slice, AxisPlan, Bound, Clamp, Dim, Flavour,
+    SlicePlan, StridedSliceSpec,
+};
+
+const MAX: u64 = 1 << 20;
+
+/// What a plan selects on `dims`: (shape, flat indices), `None` when it fails.
+fn sel(plan: &SlicePlan, dims: &[u64], clamp: Clamp) -> Option<(Vec<u64>, Vec<u64>)> {
+    let idx = gather(plan, dims, clamp, MAX).ok()?;
+    let shape = output_shape(plan, dims, clamp).ok()?;
+    Some((shape, idx))
+}
+
+/// What `outer` of `inner` selects on `dims` (an index tensor sliced twice).
+fn pair_sel(
+    inner: &SlicePlan,
+    c1: Clamp,
+    outer: &SlicePlan,
+    c2: Clamp,
+    dims: &[u64],
+) -> Option<(Vec<u64>, Vec<u64>)> {
+    let (shape1, idx1) = sel(inner, dims, c1)?;
+    let (shape2, idx2) = sel(outer, &shape1, c2)?;
+    Some((shape2, idx2.iter().map(|&j| idx1[j as usize]).collect()))
+}
+
+fn tf_plan(
+    begin: &[i64],
+    end: &[i64],
+    strides: &[i64],
+    masks: TfMasks,
+    rank: usize,
+) -> Option<SlicePlan> {
+    let spec = StridedSliceSpec::from_tf_bits(begin, end, Some(strides), masks);
+    strided_slice(&spec, Flavour::Tf, rank).ok()
+}
+
+fn known(dims: &[u64]) -> Vec<Dim> {
+    dims.iter().map(|&d| Dim::known(d as i64)).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random pairs (proptest).
+
+/// A random StridedSlice (TensorFlow bits) or Slice, as parameters; decoded for a given rank.
+#[derive(Debug, Clone)]
+enum SpecProblem {
+    Strided {
+        begin: Vec<i64>,
+        end: Vec<i64>,
+        strides: Vec<i64>,
+        masks: TfMasks,
+    },
+    Slice {
+        starts: Vec<i64>,
+        ends: Vec<i64>,
+        axes: Vec<i64>,
+        steps: Vec<i64>,
+    },
+}
+
+impl SpecProblem {
+    fn plan(&self, rank: usize) -> Option<(SlicePlan, Clamp)> {
+        match self {
+            SpecProblem::Strided {
+                begin,
+                end,
+                strides,
+                masks,
+            } => Some((tf_plan(begin, end, strides, *masks, rank)?, Clamp::Tf)),
+            SpecProblem::Slice {
+                starts,
+                ends,
+                axes,
+                steps,
+            } => {
+                let n = starts.len().min(rank);
+                let axes: Vec<i64> = axes[..n].to_vec();
+                let plan = onnx_slice(
+                    &constant(&starts[..n]),
+                    &constant(&ends[..n]),
+                    Some(&axes),
+                    Some(&constant(&steps[..n])),
+                    rank,
+                    13,
+                )
+                .ok()?;
+                Some((plan, Clamp::Ov))
+            }
+        }
+    }
+}
+
+fn index() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        8 => -8i64..9,
+        1 => Just(i64::MAX),
+        1 => Just(i64::MIN),
+        1 => Just(i32::MAX as i64),
+    ]
+}
+
+fn step() -> impl Strategy<Value = i64> {
+    prop_oneof![4 => Just(1i64), 1 => Just(2i64), 1 => Just(3i64), 2 => Just(-1i64), 1 => Just(-2i64)]
+}
+
+fn spec_problem() -> impl Strategy<Value = SpecProblem> {
+    let strided = (1usize..5).prop_flat_map(|n| {
+        (
+            prop::collection::vec(index(), n),
+            prop::collection::vec(index(), n),
+            prop::collection::vec(step(), n),
+            0i64..(1 << n),
+            0i64..(1 << n),
+            prop_oneof![3 => Just(0i64), 1 => 0i64..(1 << n)],
+            prop_oneof![2 => Just(0i64), 1 => 0i64..(1 << n)],
+            prop_oneof![2 => Just(0i64), 1 => 0i64..(1 << n)],
+        )
+            .prop_map(|(begin, end, strides, b, e, el, na, sh)| {
+                // One ellipsis bit at most.
+                let el = if el == 0 { 0 } else { 1 << el.trailing_zeros() };
+                SpecProblem::Strided {
+                    begin,
+                    end,
+                    strides,
+                    masks: TfMasks {
+                        begin: b,
+                        end: e,
+                        ellipsis: el,
+                        new_axis: na,
+                        shrink: sh,
+                    },
+                }
+            })
+    });
+    let slice = (
+        prop::collection::vec(index(), 3),
+        prop::collection::vec(index(), 3),
+        Just(vec![0i64, 1, 2]).prop_shuffle(),
+        prop::collection::vec(step(), 3),
+    )
+        .prop_map(|(starts, ends, axes, steps)| SpecProblem::Slice {
+            starts,
+            ends,
+            axes,
+            steps,
+        });
+    prop_oneof![strided, slice]
+}
+
+#[derive(Debug, Clone)]
+struct PairProblem {
+    dims: Vec<u64>,
+    inner: SpecProblem,
+    outer: SpecProblem,
+    target: Clamp,
+}
+
+fn pair_problem() -> impl Strategy<Value = PairProblem> {
+    (
+        prop::collection::vec(0u64..7, 1..4),
+        spec_problem(),
+        spec_problem(),
+        prop_oneof![Just(Clamp::Tf), Just(Clamp::Ov)],
+    )
+        .prop_map(|(dims, inner, outer, target)| PairProblem {
+            dims,
+            inner,
+            outer,
+            target,
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// On known dims a valid pair always merges, into a plan selecting the same elements.
+    #[test]
+    fn static_pairs_merge_exactly(p in pair_problem()) {
+        let Some((inner, c1)) = p.inner.plan(p.dims.len()) else { return Ok(()) };
+        let Some((outer, c2)) = p.outer.plan(inner.output_rank()) else { return Ok(()) };
+        let want = pair_sel(&inner, c1, &outer, c2, &p.dims);
+        match compose(&inner, c1, &outer, c2, &known(&p.dims), p.target) {
+            Ok(plan) => {
+                prop_assert!(want.is_some(), "merged a failing pair into {plan}");
+                prop_assert_eq!(sel(&plan, &p.dims, p.target), want, "{} then {} -> {}", inner, outer, plan);
+            }
+            Err(Refusal::EmptyNewAxis) => prop_assert!(want.is_some()),
+            Err(e) => prop_assert!(want.is_none(), "refused a valid pair: {e}"),
+        }
+    }
+
+    /// On symbolic dims (bounds `lo..=hi`), a merge is exact at every size of the range.
+    #[test]
+    fn symbolic_merges_hold_at_every_size(
+        p in pair_problem(),
+        lo in 0i64..4,
+        span in 1i64..40,
+    ) {
+        let rank = p.dims.len().min(2);
+        let Some((inner, c1)) = p.inner.plan(rank) else { return Ok(()) };
+        let Some((outer, c2)) = p.outer.plan(inner.output_rank()) else { return Ok(()) };
+        let hi = lo + span;
+        // Axis 0 symbolic, axis 1 (if any) known.
+        let mut dims = vec![Dim::symbol_bounded("n", lo, Some(hi))];
+        if rank == 2 {
+            dims.push(Dim::known(p.dims[1] as i64));
+        }
+        if let Ok(plan) = compose(&inner, c1, &outer, c2, &dims, p.target) {
+            for n in lo..=hi {
+                let mut d = vec![n as u64];
+                if rank == 2 {
+                    d.push(p.dims[1]);
+                }
+                prop_assert_eq!(
+                    sel(&plan, &d, p.target),
+                    pair_sel(&inner, c1, &outer, c2, &d),
+                    "{} then {} -> {} at {:?}", inner, outer, plan, d
+                );
+            }
+        }
+    }
+
+    /// An identity on a symbolic axis gives every size of its range back whole.
+    #[test]
+    fn identity_holds_at_every_size(p in spec_problem(), lo in 0i64..4, span in 1i64..40) {
+        let Some((plan, c)) = p.plan(1) else { return Ok(()) };
+        let hi = lo + span;
+        if is_identity(&plan, &[Dim::symbol_bounded("n", lo, Some(hi))], c) {
+            for n in lo..=hi {
+                let all: Vec<u64> = (0..n as u64).collect();
+                prop_assert_eq!(sel(&plan, &[n as u64], c), Some((vec![n as u64], all)));
+            }
+        }
+    }
+}
+
+/// Random disjoint runs on a symbolic axis: a split, when claimed, is exact at every size.
+#[test]
+fn split_pieces_hold_at_every_size() {
+    let mut claimed = 0;
+    let plan = |b: Bound, e: Bound| SlicePlan {
+        input_rank: 1,
+        axes: vec![AxisPlan::Range {
+            axis: 0,
+            begin: b,
+            end: e,
+            step: Some(1),
+            check: None,
+        }],
+    };
+    let bounds: Vec<Bound> = [-4, -2, -1, 0, 1, 2, 3, 5]
+        .iter()
+        .map(|&v| Bound::Index(v))
+        .chain([Bound::Edge])
+        .collect();
+    for (i, &b1) in bounds.iter().enumerate() {
+        for &e1 in &bounds[i..] {
+            for &b2 in &bounds {
+                for &e2 in &bounds {
+                    let (p, q) = (plan(b1, e1), plan(b2, e2));
+                    for lo in [0i64, 3, 6] {
+                        let d = Dim::symbol_bounded("n", lo, Some(lo + 30));
+                        let Ok(split) = split_pieces(&[&p, &q], &[d], Clamp::Ov) else {
+                            continue;
+                        };
+                        claimed += 1;
+                        for n in lo..=lo + 30 {
+                            let runs = split_runs(&split, n as i128).expect("split valid");
+                            for (k, pl) in [&p, &q].iter().enumerate() {
+                                let (st, len) = runs[split.piece_of[k]];
+                                let want: Vec<u64> = (st as u64..(st + len) as u64).collect();
+                                assert_eq!(
+                                    sel(pl, &[n as u64], Clamp::Ov).map(|s| s.1),
+                                    Some(want),
+                                    "{pl} in {split:?} at {n}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(claimed > 50, "only {claimed} splits claimed");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Core decisions, one named test each (expected values: Python slicing on arange).
+
+fn slice1(b: Bound, e: Bound, s: i64) -> SlicePlan {
+    SlicePlan {
+        input_rank: 1,
+        axes: vec![AxisPlan::Range {
+            axis: 0,
+            begin: b,
+            end: e,
+            step: Some(s),
+            check: None,
+        }],
+    }
+}
+
+/// `x[2:30][1:10]` is `x[3:12]` for every size of `x`.
+#[test]
+fn compose_x_2_30_then_1_10_symbolic() {
+    let (i, o) = (
+        slice1(Bound::Index(2), Bound::Index(30), 1),
+        slice1(Bound::Index(1), Bound::Index(10), 1),
+    );
+    let plan = compose(&i, Clamp::Ov, &o, Clamp::Ov, &[Dim::symbol("n")], Clamp::Ov).unwrap();
+    // numpy: arange(n)[2:30][1:10] == arange(n)[3:12] for every n.
+    assert_eq!(plan, slice1(Bound::Index(3), Bound::Index(12), 1));
+}
+
+/// `x[::2][-1:]` (the last element of even index) has no one-slice form for every size.
+#[test]
+fn compose_refuses_parity_dependent_symbolic() {
+    let (i, o) = (
+        slice1(Bound::Edge, Bound::Edge, 2),
+        slice1(Bound::Index(-1), Bound::Edge, 1),
+    );
+    let r = compose(&i, Clamp::Ov, &o, Clamp::Ov, &[Dim::symbol("n")], Clamp::Ov);
+    assert!(matches!(r, Err(Refusal::NotExact { .. })), "{r:?}");
+    // On a known size it merges: arange(7)[::2][-1:] == [6].
+    let p = compose(&i, Clamp::Ov, &o, Clamp::Ov, &known(&[7]), Clamp::Ov).unwrap();
+    assert_eq!(sel(&p, &[7], Clamp::Ov), Some((vec![1], vec![6])));
+}
+
+/// `x[-5:][1:]` is `x[-4:]` only for sizes >= 5 (size 3: `[1, 2]` vs `[0, 1, 2]`): refused
+/// on a symbol from 0, merged when the symbol is at least 5.
+#[test]
+fn compose_from_end_needs_bounds() {
+    let (i, o) = (
+        slice1(Bound::Index(-5), Bound::Edge, 1),
+        slice1(Bound::Index(1), Bound::Edge, 1),
+    );
+    let free = Dim::symbol("n");
+    assert!(compose(&i, Clamp::Ov, &o, Clamp::Ov, &[free], Clamp::Ov).is_err());
+    let big = Dim::symbol_bounded("n", 5, Some(1 << 20));
+    let p = compose(&i, Clamp::Ov, &o, Clamp::Ov, &[big], Clamp::Ov).unwrap();
+    assert_eq!(p, slice1(Bound::Index(-4), Bound::Edge, 1));
+}
+
+/// Reverse of reverse: `x[::-1][::-1]` is `x` read forward, for every size.
+#[test]
+fn compose_reverse_of_reverse() {
+    let r = slice1(Bound::Edge, Bound::Edge, -1);
+    let p = compose(&r, Clamp::Tf, &r, Clamp::Tf, &[Dim::symbol("n")], Clamp::Ov).unwrap();
+    assert!(is_identity(&p, &[Dim::symbol("n")], Clamp::Ov), "{p}");
+}
+
+/// Identity: `x[0:INT64_MAX]` on a symbolic dim and `x[:]`; not `x[1:]` nor `x[0:1000]`.
+#[test]
+fn identity_decisions() {
+    let n = [Dim::symbol_bounded("n", 0, Some(i32::MAX as i64))];
+    assert!(is_identity(
+        &slice1(Bound::Index(0), Bound::Index(i64::MAX), 1),
+        &n,
+        Clamp::Ov
+    ));
+    assert!(is_identity(
+        &slice1(Bound::Edge, Bound::Edge, 1),
+        &n,
+        Clamp::Ov
+    ));
+    assert!(!is_identity(
+        &slice1(Bound::Index(1), Bound::Edge, 1),
+        &n,
+        Clamp::Ov
+    ));
+    assert!(!is_identity(
+        &slice1(Bound::Index(0), Bound::Index(1000), 1),
+        &n,
+        Clamp::Ov
+    ));
+    // On a known size of 1000 it is one.
+    assert!(is_identity(
+        &slice1(Bound::Index(0), Bound::Index(1000), 1),
+        &known(&[1000]),
+        Clamp::Ov
+    ));
+    // Reversing one element is the identity too: arange(1)[::-1] == [0].
+    assert!(is_identity(
+        &slice1(Bound::Edge, Bound::Edge, -1),
+        &known(&[1]),
+        Clamp::Ov
+    ));
+}
+
+/// Three disjoint slices of a fused QKV (`[:, 0:64]`, `[:, 64:128]`, `[:, 128:]` of 192) are a
+/// split of sizes 64 each; on a symbolic axis from 128 the last is the rest.
+#[test]
+fn split_of_qkv() {
+    let s = |b: Bound, e: Bound| SlicePlan {
+        input_rank: 2,
+        axes: vec![
+            AxisPlan::Range {
+                axis: 0,
+                begin: Bound::Edge,
+                end: Bound::Edge,
+                step: Some(1),
+                check: None,
+            },
+            AxisPlan::Range {
+                axis: 1,
+                begin: b,
+                end: e,
+                step: Some(1),
+                check: None,
+            },
+        ],
+    };
+    let (q, k, v) = (
+        s(Bound::Index(0), Bound::Index(64)),
+        s(Bound::Index(64), Bound::Index(128)),
+        s(Bound::Index(128), Bound::Edge),
+    );
+    let split = split_pieces(&[&v, &q, &k], &known(&[2, 192]), Clamp::Ov).unwrap();
+    assert_eq!(split.axis, 1);
+    assert_eq!(split.sizes, vec![PieceSize::Known(64); 3]);
+    assert_eq!(split.piece_of, vec![2, 0, 1]);
+    let sym = [Dim::symbol("b"), Dim::symbol_bounded("h", 128, None)];
+    let split = split_pieces(&[&q, &k, &v], &sym, Clamp::Ov).unwrap();
+    assert_eq!(
+        split.sizes,
+        vec![PieceSize::Known(64), PieceSize::Known(64), PieceSize::Rest]
+    );
+    // From 0 the pieces are not 64 wide at every size: refused.
+    let free = [Dim::symbol("b"), Dim::symbol("h")];
+    assert!(split_pieces(&[&q, &k, &v], &free, Clamp::Ov).is_err());
+    // Overlapping slices are no split.
+    let w = s(Bound::Index(32), Bound::Index(96));
+    assert!(split_pieces(&[&q, &w], &known(&[2, 192]), Clamp::Ov).is_err());
+}
+
+/// A slice of `Concat([a(4), b(6)])` at `[5:9]` is `b[1:5]`; `[3:6]` spans both.
+#[test]
+fn slice_within_concat() {
+    let p = slice1(Bound::Index(5), Bound::Index(9), 1);
+    let (k, q) = within_concat(&p, 0, &known(&[4, 6]), &known(&[10]), Clamp::Ov).unwrap();
+    assert_eq!(k, 1);
+    assert_eq!(sel(&q, &[6], Clamp::Ov).unwrap().1, vec![1, 2, 3, 4]);
+    let p = slice1(Bound::Index(3), Bound::Index(6), 1);
+    assert!(within_concat(&p, 0, &known(&[4, 6]), &known(&[10]), Clamp::Ov).is_err());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Acceptance 3, conformance leg.
+
+/// A case's plan for an input of `rank` and its clamping rule (`None`: it does not decode).
+fn case_plan(c: &Value, rank: usize) -> Option<(SlicePlan, Clamp)> {
+    use common::{ints, opt_ints};
+    if c["op"] == "Slice" {
+        let opset = c["onnx_opset"].as_u64()? as u32;
+        let steps = opt_ints(&c["steps"]).map(|s| constant(&s));
+        let plan = onnx_slice(
+            &constant(&ints(&c["starts"])),
+            &constant(&ints(&c["ends"])),
+            opt_ints(&c["axes"]).as_deref(),
+            steps.as_deref(),
+            rank,
+            opset,
+        )
+        .ok()?;
+        Some((plan, Clamp::Ov))
+    } else {
+        let masks = TfMasks {
+            begin: c["begin_mask"].as_i64()?,
+            end: c["end_mask"].as_i64()?,
+            ellipsis: c["ellipsis_mask"].as_i64()?,
+            new_axis: c["new_axis_mask"].as_i64()?,
+            shrink: c["shrink_axis_mask"].as_i64()?,
+        };
+        let plan = tf_plan(
+            &ints(&c["begin"]),
+            &ints(&c["end"]),
+            &ints(&c["strides"]),
+            masks,
+            rank,
+        )?;
+        Some((plan, Clamp::Tf))
+    }
+}
+
+/// A small deterministic generator (xorshift), so the pairs are the same on every run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Every pair of consecutive slices drawn from the conformance data (the first case's input
+/// shape and spec, the second case's spec decoded for the first's output rank) merges or is
+/// refused; a merged plan selects the same elements as the pair, on the static shape and, for
+/// the symbolic leg (every axis a symbol bounded around its size), at sizes across the range.
+#[test]
+fn conformance_pairs_merge_or_are_refused() {
+    let mut cases = common::load_cases("slice.jsonl.gz");
+    cases.extend(common::load_cases("strided_slice.jsonl.gz"));
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut pairs, mut merged, mut refused, mut invalid) = (0, 0, 0, 0);
+    let (mut sym_pairs, mut sym_merged, mut sym_refused, mut sym_checks) = (0, 0, 0, 0);
+    let mut mismatches: Vec<String> = Vec::new();
+    let mut tries = 0;
+    let mut reasons: std::collections::BTreeMap<String, usize> = Default::default();
+    while pairs < 6000 && tries < 200_000 {
+        tries += 1;
+        let a = &cases[rng.below(cases.len())];
+        let b = &cases[rng.below(cases.len())];
+        let dims = common::uints(&a["input_shape"]);
+        let Some((inner, c1)) = case_plan(a, dims.len()) else {
+            continue;
+        };
+        let Some((outer, c2)) = case_plan(b, inner.output_rank()) else {
+            continue;
+        };
+        let target = if rng.below(2) == 0 { Clamp::Tf } else { Clamp::Ov };
+        pairs += 1;
+        let want = pair_sel(&inner, c1, &outer, c2, &dims);
+        if want.is_none() {
+            invalid += 1;
+        }
+        match compose(&inner, c1, &outer, c2, &known(&dims), target) {
+            Ok(plan) => {
+                merged += 1;
+                let got = sel(&plan, &dims, target);
+                if got != want {
+                    mismatches.push(format!(
+                        "{} then {} on {dims:?}: {inner} ; {outer} -> {plan}",
+                        a["id"], b["id"]
+                    ));
+                }
+            }
+            Err(e) => {
+                refused += 1;
+                if want.is_some() {
+                    let k = format!("{e}").chars().take(40).collect::<String>();
+                    *reasons.entry(k).or_insert(0) += 1;
+                }
+            }
+        }
+        // Symbolic leg: every axis a symbol in [max(0, d - 3), d + 3].
+        let sym: Vec<Dim> = dims
+            .iter()
+            .enumerate()
+            .map(|(k, &d)| {
+                Dim::symbol_bounded(&format!("s{k}"), (d as i64 - 3).max(0), Some(d as i64 + 3))
+            })
+            .collect();
+        sym_pairs += 1;
+        match compose(&inner, c1, &outer, c2, &sym, target) {
+            Ok(plan) => {
+                sym_merged += 1;
+                // Every size on each axis in turn (others at the case's size), and all corners.
+                let mut points: Vec<Vec<u64>> = Vec::new();
+                for k in 0..dims.len() {
+                    for v in (dims[k].saturating_sub(3))..=dims[k] + 3 {
+                        let mut d = dims.clone();
+                        d[k] = v;
+                        points.push(d);
+                    }
+                }
+                for corner in 0..(1u32 << dims.len().min(6)) {
+                    points.push(
+                        dims.iter()
+                            .enumerate()
+                            .map(|(k, &d)| if corner >> k & 1 == 1 { d + 3 } else { d.saturating_sub(3) })
+                            .collect(),
+                    );
+                }
+                for d in points {
+                    sym_checks += 1;
+                    let want = pair_sel(&inner, c1, &outer, c2, &d);
+                    if sel(&plan, &d, target) != want {
+                        mismatches.push(format!(
+                            "symbolic {} then {} at {d:?}: {inner} ; {outer} -> {plan}",
+                            a["id"], b["id"]
+                        ));
+                    }
+                }
+            }
+            Err(_) => sym_refused += 1,
+        }
+    }
+    println!(
+        "conformance pairs: static {pairs} ({merged} merged, {refused} refused, of which {invalid} \
+         pairs fail on their dims); symbolic {sym_pairs} ({sym_merged} merged, {sym_refused} \
+         refused, {sym_checks} sizes checked); mismatches {}",
+        mismatches.len()
+    );
+    println!("static refusals of valid pairs: {reasons:?}");
+    assert!(pairs >= 5000, "only {pairs} pairs");
+    assert!(mismatches.is_empty(), "{:#?}", &mismatches[..mismatches.len().min(10)]);
+    // On known dims only a failing pair, or one whose outer range empties a new axis of the
+    // inner (an output dim of 0 where a plan can only put a new axis of 1), is refused.
+    assert!(
+        reasons.keys().all(|k| k.starts_with("an empty range on a new axis")),
+        "{reasons:?}"
+    );
+    assert!(sym_merged > sym_pairs / 4, "symbolic: only {sym_merged} of {sym_pairs} merged");
+}
