@@ -627,3 +627,48 @@ fn conformance_pairs_merge_or_are_refused() {
     );
     assert!(sym_merged > sym_pairs / 4, "symbolic: only {sym_merged} of {sym_pairs} merged");
 }
+
+/// The parameters written for a plan decode back to the plan (Slice and StridedSlice, both
+/// flavours), on the plans the conformance pairs compose to.
+#[test]
+fn written_parameters_decode_to_the_plan() {
+    use slice_opt::semantics::compose::{slice_params, strided_spec, without_passing_checks};
+    use slice_opt::semantics::decode::ov_slice8;
+    let mut cases = common::load_cases("slice.jsonl.gz");
+    cases.extend(common::load_cases("strided_slice.jsonl.gz"));
+    let mut rng = Rng(7);
+    let (mut slices, mut strided) = (0, 0);
+    for _ in 0..20_000 {
+        let a = &cases[rng.below(cases.len())];
+        let b = &cases[rng.below(cases.len())];
+        let dims = common::uints(&a["input_shape"]);
+        let Some((inner, c1)) = case_plan(a, dims.len()) else {
+            continue;
+        };
+        let Some((outer, c2)) = case_plan(b, inner.output_rank()) else {
+            continue;
+        };
+        let Ok(plan) = compose(&inner, c1, &outer, c2, &known(&dims), Clamp::Ov) else {
+            continue;
+        };
+        let rank = dims.len();
+        if let Some((st, en, ax, sp)) = slice_params(&plan) {
+            slices += 1;
+            let want = sel(&plan, &dims, Clamp::Ov);
+            let o = onnx_slice(&constant(&st), &constant(&en), Some(&ax), Some(&constant(&sp)), rank, 13)
+                .unwrap();
+            assert_eq!(sel(&o, &dims, Clamp::Ov), want, "{plan}");
+            let v = ov_slice8(&constant(&st), &constant(&en), Some(&constant(&sp)), Some(&ax), rank)
+                .unwrap();
+            assert_eq!(sel(&v, &dims, Clamp::Ov), want, "{plan}");
+        }
+        let spec = strided_spec(&plan).expect("a constant plan");
+        strided += 1;
+        for (flavour, clamp) in [(Flavour::Tf, Clamp::Tf), (Flavour::Ov, Clamp::Ov)] {
+            let d = strided_slice(&spec, flavour, rank).unwrap();
+            assert_eq!(without_passing_checks(&d, &known(&dims)), plan, "{flavour:?}");
+            assert_eq!(sel(&d, &dims, clamp), sel(&plan, &dims, Clamp::Ov));
+        }
+    }
+    assert!(slices > 1000 && strided > 1000, "{slices} {strided}");
+}
