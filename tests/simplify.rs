@@ -542,7 +542,11 @@ fn conformance_pairs_merge_or_are_refused() {
         let Some((outer, c2)) = case_plan(b, inner.output_rank()) else {
             continue;
         };
-        let target = if rng.below(2) == 0 { Clamp::Tf } else { Clamp::Ov };
+        let target = if rng.below(2) == 0 {
+            Clamp::Tf
+        } else {
+            Clamp::Ov
+        };
         pairs += 1;
         let want = pair_sel(&inner, c1, &outer, c2, &dims);
         if want.is_none() {
@@ -592,7 +596,13 @@ fn conformance_pairs_merge_or_are_refused() {
                     points.push(
                         dims.iter()
                             .enumerate()
-                            .map(|(k, &d)| if corner >> k & 1 == 1 { d + 3 } else { d.saturating_sub(3) })
+                            .map(|(k, &d)| {
+                                if corner >> k & 1 == 1 {
+                                    d + 3
+                                } else {
+                                    d.saturating_sub(3)
+                                }
+                            })
                             .collect(),
                     );
                 }
@@ -618,14 +628,23 @@ fn conformance_pairs_merge_or_are_refused() {
     );
     println!("static refusals of valid pairs: {reasons:?}");
     assert!(pairs >= 5000, "only {pairs} pairs");
-    assert!(mismatches.is_empty(), "{:#?}", &mismatches[..mismatches.len().min(10)]);
+    assert!(
+        mismatches.is_empty(),
+        "{:#?}",
+        &mismatches[..mismatches.len().min(10)]
+    );
     // On known dims only a failing pair, or one whose outer range empties a new axis of the
     // inner (an output dim of 0 where a plan can only put a new axis of 1), is refused.
     assert!(
-        reasons.keys().all(|k| k.starts_with("an empty range on a new axis")),
+        reasons
+            .keys()
+            .all(|k| k.starts_with("an empty range on a new axis")),
         "{reasons:?}"
     );
-    assert!(sym_merged > sym_pairs / 4, "symbolic: only {sym_merged} of {sym_pairs} merged");
+    assert!(
+        sym_merged > sym_pairs / 4,
+        "symbolic: only {sym_merged} of {sym_pairs} merged"
+    );
 }
 
 /// The parameters written for a plan decode back to the plan (Slice and StridedSlice, both
@@ -655,20 +674,424 @@ fn written_parameters_decode_to_the_plan() {
         if let Some((st, en, ax, sp)) = slice_params(&plan) {
             slices += 1;
             let want = sel(&plan, &dims, Clamp::Ov);
-            let o = onnx_slice(&constant(&st), &constant(&en), Some(&ax), Some(&constant(&sp)), rank, 13)
-                .unwrap();
+            let o = onnx_slice(
+                &constant(&st),
+                &constant(&en),
+                Some(&ax),
+                Some(&constant(&sp)),
+                rank,
+                13,
+            )
+            .unwrap();
             assert_eq!(sel(&o, &dims, Clamp::Ov), want, "{plan}");
-            let v = ov_slice8(&constant(&st), &constant(&en), Some(&constant(&sp)), Some(&ax), rank)
-                .unwrap();
+            let v = ov_slice8(
+                &constant(&st),
+                &constant(&en),
+                Some(&constant(&sp)),
+                Some(&ax),
+                rank,
+            )
+            .unwrap();
             assert_eq!(sel(&v, &dims, Clamp::Ov), want, "{plan}");
         }
         let spec = strided_spec(&plan).expect("a constant plan");
         strided += 1;
         for (flavour, clamp) in [(Flavour::Tf, Clamp::Tf), (Flavour::Ov, Clamp::Ov)] {
             let d = strided_slice(&spec, flavour, rank).unwrap();
-            assert_eq!(without_passing_checks(&d, &known(&dims)), plan, "{flavour:?}");
+            assert_eq!(
+                without_passing_checks(&d, &known(&dims)),
+                plan,
+                "{flavour:?}"
+            );
             assert_eq!(sel(&d, &dims, clamp), sel(&plan, &dims, Clamp::Ov));
         }
     }
     assert!(slices > 1000 && strided > 1000, "{slices} {strided}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The pass on ONNX models: one test per rewrite and per refusal. Expected elements are Python
+// slicing of `arange` worked by hand; the rewritten node is read back from the saved model.
+
+mod pass {
+    use super::common::{self, i64_tensor, node, tensor_value};
+    use prost::Message;
+    use slice_opt::formats::onnx::{proto, OnnxModel};
+    use slice_opt::pipeline::{PassKind, PassReport, Pipeline};
+    use slice_opt::semantics::decode::constant;
+    use slice_opt::semantics::{gather, onnx_slice, Clamp};
+    use slice_opt::Model;
+
+    /// A model: input `x` (float) of `dims`, `nodes`, constant `inits`, outputs `outs`.
+    pub fn model(
+        inputs: &[(&str, &[Option<u64>])],
+        nodes: Vec<proto::NodeProto>,
+        inits: Vec<proto::TensorProto>,
+        outs: &[&str],
+        opset: i64,
+    ) -> proto::ModelProto {
+        let mut m = common::model(proto::GraphProto {
+            name: Some("g".into()),
+            node: nodes,
+            initializer: inits,
+            input: inputs.iter().map(|(n, d)| tensor_value(n, 1, d)).collect(),
+            output: outs
+                .iter()
+                .map(|o| proto::ValueInfoProto {
+                    name: Some(o.to_string()),
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        });
+        m.opset_import[0].version = Some(opset);
+        m
+    }
+
+    /// A Slice node `name` of `input` to `out` with constant parameters (initializers added).
+    pub fn slice(
+        name: &str,
+        input: &str,
+        out: &str,
+        p: (&[i64], &[i64], &[i64], &[i64]),
+        inits: &mut Vec<proto::TensorProto>,
+    ) -> proto::NodeProto {
+        let names: Vec<String> = ["starts", "ends", "axes", "steps"]
+            .iter()
+            .map(|w| format!("{name}_{w}"))
+            .collect();
+        for (n, v) in names.iter().zip([p.0, p.1, p.2, p.3]) {
+            inits.push(i64_tensor(n, v));
+        }
+        let ins: Vec<&str> = std::iter::once(input)
+            .chain(names.iter().map(String::as_str))
+            .collect();
+        node("Slice", name, &ins, &[out])
+    }
+
+    /// Runs `simplify` (and `cleanup`) on `m`: the model after, and simplify's report.
+    pub fn simplify(m: &proto::ModelProto) -> (proto::ModelProto, PassReport) {
+        let bytes = m.encode_to_vec();
+        let onnx = OnnxModel::from_bytes("m.onnx".as_ref(), bytes::Bytes::from(bytes)).unwrap();
+        let mut model = Model::Onnx(onnx);
+        let report =
+            Pipeline::with_passes(vec![PassKind::Infer, PassKind::Simplify, PassKind::Cleanup])
+                .run(&mut model)
+                .unwrap();
+        let Model::Onnx(onnx) = model else {
+            unreachable!()
+        };
+        (onnx.to_proto().unwrap(), report.passes[1].clone())
+    }
+
+    pub fn ops(m: &proto::ModelProto) -> Vec<String> {
+        m.graph
+            .as_ref()
+            .unwrap()
+            .node
+            .iter()
+            .map(|n| n.op_type().to_string())
+            .collect()
+    }
+
+    fn ints_of(m: &proto::ModelProto, name: &str) -> Vec<i64> {
+        let t = m
+            .graph
+            .as_ref()
+            .unwrap()
+            .initializer
+            .iter()
+            .find(|t| t.name() == name)
+            .unwrap_or_else(|| panic!("no initializer {name}"));
+        let raw = t.raw_data.as_ref().expect("raw data");
+        raw.chunks(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    /// The elements the (only) Slice node of `m` takes from an index tensor of `dims`, and
+    /// the name of its data input.
+    pub fn slice_selects(m: &proto::ModelProto, dims: &[u64]) -> (String, Vec<u64>) {
+        let g = m.graph.as_ref().unwrap();
+        let s = g
+            .node
+            .iter()
+            .find(|n| n.op_type() == "Slice")
+            .expect("a Slice");
+        let v = |k: usize| ints_of(m, &s.input[k]);
+        let plan = onnx_slice(
+            &constant(&v(1)),
+            &constant(&v(2)),
+            Some(&v(3)),
+            Some(&constant(&v(4))),
+            dims.len(),
+            13,
+        )
+        .unwrap();
+        (
+            s.input[0].clone(),
+            gather(&plan, dims, Clamp::Ov, 1 << 20).unwrap(),
+        )
+    }
+
+    pub fn skipped(r: &PassReport) -> String {
+        r.skipped
+            .iter()
+            .map(|c| c.what.clone())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+use pass::{model, ops, simplify, skipped, slice, slice_selects};
+
+/// `x[0:INT64_MAX]` on a dynamic axis (then Relu) is removed.
+#[test]
+fn pass_removes_identity_on_symbolic_axis() {
+    let mut inits = Vec::new();
+    let s = slice("s", "x", "t", (&[0], &[i64::MAX], &[0], &[1]), &mut inits);
+    let relu = common::node("Relu", "r", &["t"], &["y"]);
+    let m = model(&[("x", &[None, Some(3)])], vec![s, relu], inits, &["y"], 17);
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Relu"]);
+    assert_eq!(after.graph.as_ref().unwrap().node[0].input[0], "x");
+    assert_eq!(r.changed, 1);
+}
+
+/// An identity slice whose output is a graph output stays (an Identity would replace it).
+#[test]
+fn pass_keeps_identity_that_is_a_graph_output() {
+    let mut inits = Vec::new();
+    let s = slice("s", "x", "y", (&[0], &[i64::MAX], &[0], &[1]), &mut inits);
+    let m = model(&[("x", &[None])], vec![s], inits, &["y"], 17);
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Slice"]);
+    assert!(skipped(&r).contains("graph output"), "{}", skipped(&r));
+}
+
+/// `x[2:30][1:10]` on x of 40 becomes one Slice of x selecting 3..12
+/// (numpy: `arange(40)[2:30][1:10] == [3, 4, ..., 11]`).
+#[test]
+fn pass_merges_slice_of_slice_static() {
+    let mut inits = Vec::new();
+    let a = slice("a", "x", "t", (&[2], &[30], &[0], &[1]), &mut inits);
+    let b = slice("b", "t", "y", (&[1], &[10], &[0], &[1]), &mut inits);
+    let m = model(&[("x", &[Some(40)])], vec![a, b], inits, &["y"], 17);
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Slice"]);
+    let (src, idx) = slice_selects(&after, &[40]);
+    assert_eq!(src, "x");
+    assert_eq!(idx, (3..12).collect::<Vec<u64>>());
+    assert_eq!(r.changed, 1);
+}
+
+/// The same on a symbolic axis, and a reverse pair on a 2-D input:
+/// `x[:, ::-1][:, 1::2]` of a `[N, 5]` input is `x[:, 3::-2]` (columns 3, 1).
+#[test]
+fn pass_merges_slice_of_slice_symbolic() {
+    let mut inits = Vec::new();
+    let a = slice("a", "x", "t", (&[2], &[30], &[0], &[1]), &mut inits);
+    let b = slice("b", "t", "y", (&[1], &[10], &[0], &[1]), &mut inits);
+    let m = model(&[("x", &[None])], vec![a, b], inits, &["y"], 17);
+    let (after, _) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Slice"]);
+    for n in [0u64, 2, 5, 12, 29, 40] {
+        let want: Vec<u64> = (3..12).filter(|&i| i < n.min(30)).collect();
+        assert_eq!(slice_selects(&after, &[n]).1, want, "size {n}");
+    }
+    let mut inits = Vec::new();
+    let a = slice("a", "x", "t", (&[-1], &[i64::MIN], &[1], &[-1]), &mut inits);
+    let b = slice("b", "t", "y", (&[1], &[i64::MAX], &[1], &[2]), &mut inits);
+    let m = model(&[("x", &[None, Some(5)])], vec![a, b], inits, &["y"], 17);
+    let (after, _) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Slice"]);
+    // Rows 0 and 1 of a [2, 5] index tensor: columns 3, 1.
+    assert_eq!(slice_selects(&after, &[2, 5]).1, vec![3, 1, 8, 6]);
+}
+
+/// `x[-5:][1:]` on a dynamic axis: `x[-4:]` only for sizes >= 5 (size 3: `[1, 2]` vs `[0, 1,
+/// 2]`); both slices stay and the report says why.
+#[test]
+fn pass_refuses_merge_not_exact_for_every_size() {
+    let mut inits = Vec::new();
+    let a = slice("a", "x", "t", (&[-5], &[i64::MAX], &[0], &[1]), &mut inits);
+    let b = slice("b", "t", "y", (&[1], &[i64::MAX], &[0], &[1]), &mut inits);
+    let m = model(&[("x", &[None])], vec![a, b], inits, &["y"], 17);
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Slice", "Slice"]);
+    assert!(
+        skipped(&r).contains("no single slice is exact"),
+        "{}",
+        skipped(&r)
+    );
+}
+
+/// A first slice read by two nodes is not merged into the second.
+#[test]
+fn pass_refuses_merge_when_inner_is_shared() {
+    let mut inits = Vec::new();
+    let a = slice("a", "x", "t", (&[2], &[30], &[0], &[1]), &mut inits);
+    let b = slice("b", "t", "y", (&[1], &[10], &[0], &[1]), &mut inits);
+    let relu = common::node("Relu", "r", &["t"], &["z"]);
+    let m = model(
+        &[("x", &[Some(40)])],
+        vec![a, b, relu],
+        inits,
+        &["y", "z"],
+        17,
+    );
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Slice", "Slice", "Relu"]);
+    assert!(skipped(&r).contains("2 consumers"), "{}", skipped(&r));
+}
+
+/// A fused QKV: `x[:, 0:64]`, `x[:, 64:128]`, `x[:, 128:192]` of `[B, 192]` -> one Split.
+#[test]
+fn pass_splits_disjoint_slices() {
+    let mut inits = Vec::new();
+    let q = slice("q", "x", "yq", (&[0], &[64], &[1], &[1]), &mut inits);
+    let k = slice("k", "x", "yk", (&[64], &[128], &[1], &[1]), &mut inits);
+    let v = slice("v", "x", "yv", (&[128], &[192], &[1], &[1]), &mut inits);
+    let m = model(
+        &[("x", &[None, Some(192)])],
+        vec![q, k, v],
+        inits,
+        &["yq", "yk", "yv"],
+        17,
+    );
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Split"]);
+    let g = after.graph.as_ref().unwrap();
+    assert_eq!(g.node[0].output, vec!["yq", "yk", "yv"]);
+    let split = g
+        .initializer
+        .iter()
+        .find(|t| t.name() == g.node[0].input[1])
+        .unwrap();
+    let lens: Vec<i64> = split
+        .raw_data
+        .as_ref()
+        .unwrap()
+        .chunks(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(lens, vec![64, 64, 64]);
+    assert_eq!(r.changed, 1);
+}
+
+/// Overlapping slices of one source stay apart.
+#[test]
+fn pass_refuses_split_of_overlapping_slices() {
+    let mut inits = Vec::new();
+    let q = slice("q", "x", "yq", (&[0], &[96], &[1], &[1]), &mut inits);
+    let k = slice("k", "x", "yk", (&[64], &[128], &[1], &[1]), &mut inits);
+    let m = model(
+        &[("x", &[None, Some(192)])],
+        vec![q, k],
+        inits,
+        &["yq", "yk"],
+        17,
+    );
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Slice", "Slice"]);
+    assert!(skipped(&r).contains("overlap"), "{}", skipped(&r));
+}
+
+/// On a symbolic axis the last piece is the rest, which ONNX Split cannot say with constants:
+/// refused (OpenVINO's VariadicSplit takes -1).
+#[test]
+fn pass_refuses_onnx_split_with_symbolic_rest() {
+    let mut inits = Vec::new();
+    let q = slice("q", "x", "yq", (&[0], &[64], &[0], &[1]), &mut inits);
+    let k = slice("k", "x", "yk", (&[64], &[i64::MAX], &[0], &[1]), &mut inits);
+    let m = model(&[("x", &[None])], vec![q, k], inits, &["yq", "yk"], 17);
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Slice", "Slice"]);
+    assert!(skipped(&r).contains("every size"), "{}", skipped(&r));
+}
+
+/// `Concat([a(4), b(6)])[5:9]` is `b[1:5]` (numpy: `concatenate([arange(4), arange(6)])[5:9]
+/// == [1, 2, 3, 4]`, elements of b).
+#[test]
+fn pass_forwards_slice_of_concat() {
+    let mut inits = Vec::new();
+    let mut cat = common::node("Concat", "c", &["a", "b"], &["t"]);
+    cat.attribute.push(common::int_attr("axis", 0));
+    let s = slice("s", "t", "y", (&[5], &[9], &[0], &[1]), &mut inits);
+    let m = model(
+        &[("a", &[Some(4)]), ("b", &[Some(6)])],
+        vec![cat, s],
+        inits,
+        &["y"],
+        17,
+    );
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Slice"]);
+    let (src, idx) = slice_selects(&after, &[6]);
+    assert_eq!(src, "b");
+    assert_eq!(idx, vec![1, 2, 3, 4]);
+    assert_eq!(r.changed, 1);
+}
+
+/// A slice spanning both inputs of the Concat stays.
+#[test]
+fn pass_refuses_slice_spanning_concat_inputs() {
+    let mut inits = Vec::new();
+    let mut cat = common::node("Concat", "c", &["a", "b"], &["t"]);
+    cat.attribute.push(common::int_attr("axis", 0));
+    let s = slice("s", "t", "y", (&[3], &[6], &[0], &[1]), &mut inits);
+    let m = model(
+        &[("a", &[Some(4)]), ("b", &[Some(6)])],
+        vec![cat, s],
+        inits,
+        &["y"],
+        17,
+    );
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Concat", "Slice"]);
+    assert!(
+        skipped(&r).contains("more than one input"),
+        "{}",
+        skipped(&r)
+    );
+}
+
+/// `Shape(x)[1:3]` of a `[N, 3, M]` input is `Shape(x, start=1, end=3)` at opset 15.
+#[test]
+fn pass_shape_then_slice_to_shape_start_end() {
+    let mut inits = Vec::new();
+    let sh = common::node("Shape", "sh", &["x"], &["s"]);
+    let s = slice("sl", "s", "y", (&[1], &[3], &[0], &[1]), &mut inits);
+    let m = model(
+        &[("x", &[None, Some(3), None])],
+        vec![sh, s],
+        inits,
+        &["y"],
+        15,
+    );
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Shape"]);
+    let n = &after.graph.as_ref().unwrap().node[0];
+    let attr = |k: &str| n.attribute.iter().find(|a| a.name() == k).map(|a| a.i());
+    assert_eq!((attr("start"), attr("end")), (Some(1), Some(3)));
+    assert_eq!(n.output, vec!["y"]);
+    assert_eq!(r.changed, 1);
+}
+
+/// Before opset 15 Shape has no start/end: left as is.
+#[test]
+fn pass_refuses_shape_slice_before_opset_15() {
+    let mut inits = Vec::new();
+    let sh = common::node("Shape", "sh", &["x"], &["s"]);
+    let s = slice("sl", "s", "y", (&[1], &[3], &[0], &[1]), &mut inits);
+    let m = model(
+        &[("x", &[None, Some(3), None])],
+        vec![sh, s],
+        inits,
+        &["y"],
+        14,
+    );
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Shape", "Slice"]);
+    assert!(skipped(&r).contains("opset 15"), "{}", skipped(&r));
 }

@@ -8,6 +8,7 @@ pub mod fold;
 pub mod infer;
 pub mod lower;
 pub mod raise;
+pub mod simplify;
 pub mod validate;
 /// Split into [`build`] and [`validate`]; re-exported here for one release.
 pub mod rewrite {

@@ -291,8 +291,12 @@ fn constant_of(ax: Ax) -> i128 {
         _ => 0,
     };
     match ax {
-        Ax::Range { b: x, e, check, .. } => b(x).max(b(e)).max(check.map_or(0, |c| (c as i128).abs())),
-        Ax::Shrink { i, check } => (i as i128).abs().max(check.map_or(0, |c| (c as i128).abs())),
+        Ax::Range { b: x, e, check, .. } => {
+            b(x).max(b(e)).max(check.map_or(0, |c| (c as i128).abs()))
+        }
+        Ax::Shrink { i, check } => (i as i128)
+            .abs()
+            .max(check.map_or(0, |c| (c as i128).abs())),
     }
 }
 
@@ -309,7 +313,9 @@ fn step_of(ax: Ax) -> i128 {
 fn proof_range(lo: i64, hi: i64, c: i128, s1: i128, p: i128) -> Option<(i128, i128)> {
     let c = c + 2;
     let t = (s1 + 1).checked_mul(4 * c + 4)?.checked_add(2 * c)?;
-    let top = (lo as i128).max(t).checked_add(p.checked_mul(3)?.checked_add(3)?)?;
+    let top = (lo as i128)
+        .max(t)
+        .checked_add(p.checked_mul(3)?.checked_add(3)?)?;
     let top = top.min(hi as i128);
     (top - lo as i128 + 1 <= PROOF_BUDGET as i128).then_some((lo as i128, top))
 }
@@ -463,9 +469,13 @@ fn compose_axis(
             Ok(ax)
         }
         Size::Sym { lo, hi } => {
-            if matches!(inner, Ax::Range { check: Some(_), .. } | Ax::Shrink { check: Some(_), .. })
-                || matches!(outer, Ax::Range { check: Some(_), .. } | Ax::Shrink { check: Some(_), .. })
-            {
+            if matches!(
+                inner,
+                Ax::Range { check: Some(_), .. } | Ax::Shrink { check: Some(_), .. }
+            ) || matches!(
+                outer,
+                Ax::Range { check: Some(_), .. } | Ax::Shrink { check: Some(_), .. }
+            ) {
                 return Err(Refusal::SymbolicCheck { axis });
             }
             let (inner, outer) = (saturate(inner, hi), saturate(outer, hi));
@@ -485,8 +495,7 @@ fn compose_axis(
             };
             for cand in candidates(sel, at, shrink, inner, step) {
                 let c = c0.max(constant_of(cand));
-                let range =
-                    proof_range(lo, hi, c, s1, p).ok_or(Refusal::ProofTooLarge { axis })?;
+                let range = proof_range(lo, hi, c, s1, p).ok_or(Refusal::ProofTooLarge { axis })?;
                 if agree(range, pair, |n| eval1(cand, n, target)) {
                     return Ok(cand);
                 }
@@ -563,7 +572,9 @@ pub fn compose(
         }
     }
     if next_axis != dims.len() {
-        return Err(Refusal::Mismatch("inner plan does not cover its input".into()));
+        return Err(Refusal::Mismatch(
+            "inner plan does not cover its input".into(),
+        ));
     }
     let mut axes: Vec<AxisPlan> = Vec::with_capacity(outer.axes.len() + shrinks.len());
     let mut pending = shrinks.into_iter().peekable();
@@ -572,7 +583,8 @@ pub fn compose(
     let shrink_entry = |axis: usize, ax: Ax| -> Result<AxisPlan, Refusal> {
         match (size_of(&dims[axis]), ax) {
             (Size::Known(n), _) => {
-                let sel = eval1(ax, n, c1).ok_or_else(|| Refusal::Invalid(format!("axis {axis}")))?;
+                let sel =
+                    eval1(ax, n, c1).ok_or_else(|| Refusal::Invalid(format!("axis {axis}")))?;
                 Ok(to_entry(exact_entry(sel, true)?, axis))
             }
             // The same entry: the same answer, also where the index is out of range, when the
@@ -758,9 +770,7 @@ pub fn split_pieces(plans: &[&SlicePlan], dims: &[Dim], clamp: Clamp) -> Result<
     for p in plans {
         let (k, ax) = sliced_axis(p, dims, clamp)?;
         if axis.is_some_and(|a| a != k) {
-            return Err(Refusal::NotApplicable(
-                "slices along different axes".into(),
-            ));
+            return Err(Refusal::NotApplicable("slices along different axes".into()));
         }
         axis = Some(k);
         axs.push(ax);
@@ -787,8 +797,12 @@ pub fn split_pieces(plans: &[&SlicePlan], dims: &[Dim], clamp: Clamp) -> Result<
             if b < range.0 {
                 return Err(Refusal::NotExact { axis, lo, hi });
             }
-            let la = runs_at(&axs, a, clamp).and_then(|r| layout(&r, a)).ok_or_else(overlap)?;
-            let lb = runs_at(&axs, b, clamp).and_then(|r| layout(&r, b)).ok_or_else(overlap)?;
+            let la = runs_at(&axs, a, clamp)
+                .and_then(|r| layout(&r, a))
+                .ok_or_else(overlap)?;
+            let lb = runs_at(&axs, b, clamp)
+                .and_then(|r| layout(&r, b))
+                .ok_or_else(overlap)?;
             if la.0.len() != lb.0.len() || la.1 != lb.1 {
                 return Err(Refusal::NotExact { axis, lo, hi });
             }
@@ -1005,7 +1019,15 @@ pub fn strided_spec(plan: &SlicePlan) -> Option<super::StridedSliceSpec> {
                 index: Some(i),
                 check: None,
                 ..
-            } => (i, i.checked_add(1).unwrap_or(i64::MAX), 1, false, false, false, true),
+            } => (
+                i,
+                i.checked_add(1).unwrap_or(i64::MAX),
+                1,
+                false,
+                false,
+                false,
+                true,
+            ),
             AxisPlan::Range {
                 begin,
                 end,
