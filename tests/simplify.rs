@@ -205,7 +205,8 @@ proptest! {
                 prop_assert!(want.is_some(), "merged a failing pair into {plan}");
                 prop_assert_eq!(sel(&plan, &p.dims, p.target), want, "{} then {} -> {}", inner, outer, plan);
             }
-            Err(Refusal::EmptyNewAxis) => prop_assert!(want.is_some()),
+            // Refused whether or not a later entry fails too.
+            Err(Refusal::EmptyNewAxis) => {}
             Err(e) => prop_assert!(want.is_none(), "refused a valid pair: {e}"),
         }
     }

@@ -575,36 +575,64 @@ fn shape_slice(
 }
 
 /// Groups of slices of one source that are disjoint step-1 runs along one axis: one `Split`
-/// (ONNX) or `VariadicSplit` (IR) each.
+/// (ONNX) or `VariadicSplit` (IR) each. A group whose source is a slice of another group is
+/// done in a later round, once that one is a split output (at most [`SPLIT_ROUNDS`]).
 fn splits(graph: &mut Graph, format: Format, opset: i64, report: &mut PassReport) {
     use std::collections::BTreeMap;
-    let mut groups: BTreeMap<(usize, usize), Vec<(NodeIndex, Decoded)>> = BTreeMap::new();
-    let nodes: Vec<NodeIndex> = graph.g.node_indices().collect();
-    for ix in nodes {
-        let Some(op) = slice_node::classify(graph, ix, format, opset) else {
-            continue;
-        };
-        if let Ok(d) = decoded(graph, ix, op) {
-            if ranges_only(&d.plan) {
-                groups
-                    .entry((d.data.node.index(), d.data.port))
-                    .or_default()
-                    .push((ix, d));
+    let mut refused: std::collections::BTreeSet<Vec<usize>> = Default::default();
+    for _ in 0..SPLIT_ROUNDS {
+        let mut groups: BTreeMap<(usize, usize), Vec<(NodeIndex, Decoded)>> = BTreeMap::new();
+        let nodes: Vec<NodeIndex> = graph.g.node_indices().collect();
+        for ix in nodes {
+            if !graph.is_live(ix) {
+                continue;
+            }
+            let Some(op) = slice_node::classify(graph, ix, format, opset) else {
+                continue;
+            };
+            if let Ok(d) = decoded(graph, ix, op) {
+                if ranges_only(&d.plan) {
+                    groups
+                        .entry((d.data.node.index(), d.data.port))
+                        .or_default()
+                        .push((ix, d));
+                }
             }
         }
-    }
-    for (_, group) in groups {
-        if group.len() < 2 {
-            continue;
+        // Members removed in this round (a later group's source may be one).
+        let mut gone: std::collections::BTreeSet<NodeIndex> = Default::default();
+        let mut done = 0;
+        for (_, group) in groups {
+            let key: Vec<usize> = group.iter().map(|(ix, _)| ix.index()).collect();
+            if group.len() < 2 || refused.contains(&key) {
+                continue;
+            }
+            if gone.contains(&group[0].1.data.node) {
+                continue;
+            }
+            let name = graph.node(group[0].0).name.to_string();
+            let op_type = graph.node(group[0].0).op_type.to_string();
+            match split_group(graph, format, opset, &group) {
+                Ok(what) => {
+                    done += 1;
+                    gone.extend(group.iter().map(|(ix, _)| *ix));
+                    report.change(|| Change::note(name, op_type, what))
+                }
+                Err(why) => {
+                    refused.insert(key);
+                    report.skip(|| Change::note(name, op_type, why))
+                }
+            }
         }
-        let name = graph.node(group[0].0).name.to_string();
-        let op_type = graph.node(group[0].0).op_type.to_string();
-        match split_group(graph, format, opset, &group) {
-            Ok(what) => report.change(|| Change::note(name, op_type, what)),
-            Err(why) => report.skip(|| Change::note(name, op_type, why)),
+        graph.flush_detached();
+        if done == 0 {
+            break;
         }
     }
 }
+
+/// Rounds of [`splits`] (a split of a split of a split...).
+const SPLIT_ROUNDS: usize = 4;
 
 fn split_group(
     graph: &mut Graph,
