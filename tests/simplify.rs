@@ -1096,3 +1096,247 @@ fn pass_refuses_shape_slice_before_opset_15() {
     assert_eq!(ops(&after), vec!["Shape", "Slice"]);
     assert!(skipped(&r).contains("opset 15"), "{}", skipped(&r));
 }
+
+// ---------------------------------------------------------------------------------------------
+// The pass on OpenVINO IR.
+
+mod ir {
+    use slice_opt::formats::openvino::OvModel;
+    use slice_opt::pipeline::{PassKind, PassReport, Pipeline};
+    use slice_opt::Model;
+
+    /// A small IR under construction: layers, edges, weights.
+    #[derive(Default)]
+    pub struct Ir {
+        layers: String,
+        edges: String,
+        bin: Vec<u8>,
+        /// Output port id of each layer.
+        out_port: Vec<usize>,
+    }
+
+    fn dims(d: &[i64]) -> String {
+        d.iter().map(|v| format!("<dim>{v}</dim>")).collect()
+    }
+
+    impl Ir {
+        fn add(&mut self, body: String, out_port: usize) -> usize {
+            let id = self.out_port.len();
+            self.layers.push_str(&body.replace("ID", &id.to_string()));
+            self.out_port.push(out_port);
+            id
+        }
+        /// A Parameter with the `shape` attribute (intervals allowed) and port dims.
+        pub fn parameter(&mut self, shape: &str, port: &[i64]) -> usize {
+            self.add(
+                format!(
+                    "<layer id=\"ID\" name=\"x\" type=\"Parameter\" version=\"opset1\"><data shape=\"{shape}\" element_type=\"f32\"/><output><port id=\"0\" precision=\"FP32\" names=\"x\">{}</port></output></layer>\n",
+                    dims(port)
+                ),
+                0,
+            )
+        }
+        /// An i32 Const `arange` of `shape`.
+        pub fn arange(&mut self, shape: &[i64]) -> usize {
+            let n: i64 = shape.iter().product();
+            let off = self.bin.len();
+            self.bin.extend((0..n as i32).flat_map(|v| v.to_le_bytes()));
+            let s: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+            self.add(
+                format!(
+                    "<layer id=\"ID\" name=\"data\" type=\"Const\" version=\"opset1\"><data element_type=\"i32\" shape=\"{}\" offset=\"{off}\" size=\"{}\"/><output><port id=\"0\" precision=\"I32\">{}</port></output></layer>\n",
+                    s.join(","),
+                    n * 4,
+                    dims(shape)
+                ),
+                0,
+            )
+        }
+        pub fn konst(&mut self, v: &[i64]) -> usize {
+            let off = self.bin.len();
+            self.bin.extend(v.iter().flat_map(|x| x.to_le_bytes()));
+            self.add(
+                format!(
+                    "<layer id=\"ID\" name=\"c{off}\" type=\"Const\" version=\"opset1\"><data element_type=\"i64\" shape=\"{}\" offset=\"{off}\" size=\"{}\"/><output><port id=\"0\" precision=\"I64\"><dim>{}</dim></port></output></layer>\n",
+                    v.len(),
+                    v.len() * 8,
+                    v.len()
+                ),
+                0,
+            )
+        }
+        /// A layer of `ty` reading `inputs` (layer, its dims); output dims `out`.
+        pub fn op(
+            &mut self,
+            name: &str,
+            ty: &str,
+            version: &str,
+            attrs: &str,
+            inputs: &[(usize, Vec<i64>)],
+            out: Option<&[i64]>,
+        ) -> usize {
+            let id = self.out_port.len();
+            let mut ins = String::new();
+            for (k, (src, d)) in inputs.iter().enumerate() {
+                ins.push_str(&format!("<port id=\"{k}\">{}</port>", dims(d)));
+                self.edges.push_str(&format!(
+                    "<edge from-layer=\"{src}\" from-port=\"{}\" to-layer=\"{id}\" to-port=\"{k}\"/>\n",
+                    self.out_port[*src]
+                ));
+            }
+            let k = inputs.len();
+            let output = match out {
+                Some(o) => format!(
+                    "<output><port id=\"{k}\" names=\"{name}\">{}</port></output>",
+                    dims(o)
+                ),
+                None => String::new(),
+            };
+            self.add(
+                format!("<layer id=\"ID\" name=\"{name}\" type=\"{ty}\" version=\"{version}\"><data {attrs}/><input>{ins}</input>{output}</layer>\n"),
+                k,
+            )
+        }
+        pub fn result(&mut self, src: usize, d: &[i64]) {
+            let name = format!("out{src}");
+            self.op(&name, "Result", "opset1", "", &[(src, d.to_vec())], None);
+        }
+        pub fn model(&self) -> Model {
+            let xml = format!(
+                "<?xml version=\"1.0\"?>\n<net name=\"t\" version=\"11\">\n<layers>\n{}</layers>\n<edges>\n{}</edges>\n</net>\n",
+                self.layers, self.edges
+            );
+            let ov = OvModel::from_parts(
+                "t.xml".as_ref(),
+                xml,
+                Some(bytes::Bytes::from(self.bin.clone())),
+            )
+            .expect("IR loads");
+            Model::OpenVino(ov)
+        }
+    }
+
+    /// Runs infer, simplify and cleanup, saves and reloads: op types after, simplify's report,
+    /// and the model reloaded.
+    pub fn simplify(m: Model) -> (Vec<String>, PassReport, Model) {
+        let mut m = m;
+        let r = Pipeline::with_passes(vec![PassKind::Infer, PassKind::Simplify, PassKind::Cleanup])
+            .run(&mut m)
+            .unwrap();
+        let Model::OpenVino(ov) = &m else {
+            unreachable!()
+        };
+        let (xml, bins) = ov.to_parts().unwrap();
+        let bin: Vec<u8> = bins.iter().flat_map(|b| b.iter().copied()).collect();
+        let ov = OvModel::from_parts("t.xml".as_ref(), xml, Some(bytes::Bytes::from(bin))).unwrap();
+        let m = Model::OpenVino(ov);
+        let g = m.graph();
+        let ops =
+            g.g.node_indices()
+                .map(|ix| g.node(ix).op_type.to_string())
+                .filter(|t| !matches!(t.as_str(), "Const" | "Parameter" | "Result" | ""))
+                .collect();
+        (ops, r.passes[1].clone(), m)
+    }
+
+    /// The i32 constant reaching the first Result after folding.
+    pub fn folded_result(mut m: Model) -> Vec<i64> {
+        Pipeline::with_passes(vec![PassKind::Fold, PassKind::Cleanup])
+            .run(&mut m)
+            .unwrap();
+        let g = m.graph();
+        let res =
+            g.g.node_indices()
+                .find(|&ix| g.node(ix).op_type == "Result")
+                .unwrap();
+        let src = g.input(res, 0).unwrap();
+        g.constant_at(src).expect("folded").to_i64_vec().unwrap()
+    }
+}
+
+/// IR: `x[1:, ::-1]` then `[0, 1::2]` (a shrink) on arange [4, 6] is one StridedSlice taking
+/// elements 10, 8, 6 (numpy: `arange(24).reshape(4, 6)[1:, ::-1][0, 1::2] == [10, 8, 6]`).
+#[test]
+fn pass_ir_merges_strided_slices() {
+    let mut ir = ir::Ir::default();
+    let x = ir.arange(&[4, 6]);
+    let (b, e, s) = (ir.konst(&[1, 0]), ir.konst(&[0, 0]), ir.konst(&[1, -1]));
+    let a = ir.op(
+        "a",
+        "StridedSlice",
+        "opset1",
+        "begin_mask=\"0,1\" end_mask=\"1,1\" new_axis_mask=\"\" shrink_axis_mask=\"\" ellipsis_mask=\"\"",
+        &[(x, vec![4, 6]), (b, vec![2]), (e, vec![2]), (s, vec![2])],
+        Some(&[3, 6]),
+    );
+    let (b, e, s) = (ir.konst(&[0, 1]), ir.konst(&[1, 0]), ir.konst(&[1, 2]));
+    let c = ir.op(
+        "b",
+        "StridedSlice",
+        "opset1",
+        "begin_mask=\"0,0\" end_mask=\"0,1\" new_axis_mask=\"\" shrink_axis_mask=\"1,0\" ellipsis_mask=\"\"",
+        &[(a, vec![3, 6]), (b, vec![2]), (e, vec![2]), (s, vec![2])],
+        Some(&[3]),
+    );
+    ir.result(c, &[3]);
+    let (ops, r, m) = ir::simplify(ir.model());
+    assert_eq!(ops, vec!["StridedSlice"], "{:?}", r.skipped);
+    assert_eq!(r.changed, 1);
+    assert_eq!(ir::folded_result(m), vec![10, 8, 6]);
+}
+
+/// IR: `x[0:64]` and `x[64:]` of a Parameter of size `64..` are one VariadicSplit (the second
+/// piece the rest, `-1`); from size 0 they are refused (at size 10 `x[0:64]` is all of it).
+#[test]
+fn pass_ir_variadic_split_with_rest() {
+    let build = |shape: &str| {
+        let mut ir = ir::Ir::default();
+        let x = ir.parameter(shape, &[-1]);
+        let mut outs = Vec::new();
+        for (k, (b, e)) in [(0i64, 64i64), (64, i64::MAX)].into_iter().enumerate() {
+            let (b, e, s, a) = (
+                ir.konst(&[b]),
+                ir.konst(&[e]),
+                ir.konst(&[1]),
+                ir.konst(&[0]),
+            );
+            let o = ir.op(
+                &format!("s{k}"),
+                "Slice",
+                "opset8",
+                "",
+                &[
+                    (x, vec![-1]),
+                    (b, vec![1]),
+                    (e, vec![1]),
+                    (s, vec![1]),
+                    (a, vec![1]),
+                ],
+                Some(&[-1]),
+            );
+            outs.push(o);
+        }
+        for o in outs {
+            ir.result(o, &[-1]);
+        }
+        ir.model()
+    };
+    let (ops, r, _) = ir::simplify(build("64.."));
+    assert_eq!(ops, vec!["VariadicSplit"], "{:?}", r.skipped);
+    assert!(
+        r.changes[0].what.contains("[64, -1]"),
+        "{}",
+        r.changes[0].what
+    );
+    let (ops, r, _) = ir::simplify(build("?"));
+    assert_eq!(ops, vec!["Slice", "Slice"]);
+    assert!(
+        skipped_has(&r, "no single slice is exact"),
+        "{:?}",
+        r.skipped
+    );
+}
+
+fn skipped_has(r: &slice_opt::pipeline::PassReport, what: &str) -> bool {
+    r.skipped.iter().any(|c| c.what.contains(what))
+}
