@@ -281,6 +281,7 @@ fn written(
 /// `old`'s name and output. Checks first that the parameters decode back to `plan` (index
 /// checks that pass on known dims aside) and, when every dim is known, that the new node
 /// selects `want` (shape, indices) on an index tensor.
+#[allow(clippy::too_many_arguments)]
 fn replace_with_slice(
     graph: &mut Graph,
     format: Format,

@@ -317,7 +317,7 @@ fn proof_range(lo: i64, hi: i64, c: i128, s1: i128, p: i128) -> Option<(i128, i1
         .max(t)
         .checked_add(p.checked_mul(3)?.checked_add(3)?)?;
     let top = top.min(hi as i128);
-    (top - lo as i128 + 1 <= PROOF_BUDGET as i128).then_some((lo as i128, top))
+    (top - (lo as i128) < PROOF_BUDGET as i128).then_some((lo as i128, top))
 }
 
 /// Whether `f` and `g` agree at every size of `range`.
@@ -1019,15 +1019,7 @@ pub fn strided_spec(plan: &SlicePlan) -> Option<super::StridedSliceSpec> {
                 index: Some(i),
                 check: None,
                 ..
-            } => (
-                i,
-                i.checked_add(1).unwrap_or(i64::MAX),
-                1,
-                false,
-                false,
-                false,
-                true,
-            ),
+            } => (i, i.saturating_add(1), 1, false, false, false, true),
             AxisPlan::Range {
                 begin,
                 end,
