@@ -485,6 +485,22 @@ fn case_plan(c: &Value, rank: usize) -> Option<(SlicePlan, Clamp)> {
         )
         .ok()?;
         Some((plan, Clamp::Ov))
+    } else if let Some(m) = c.get("ov_masks").filter(|m| !m.is_null()) {
+        // OpenVINO mask lists: the OpenVINO flavour (its shrinks carry their index checks).
+        let spec = StridedSliceSpec::from_ov_lists(
+            &ints(&c["begin"]),
+            &ints(&c["end"]),
+            Some(&ints(&c["strides"])),
+            slice_opt::semantics::decode::OvMasks {
+                begin: &ints(&m["begin_mask"]),
+                end: &ints(&m["end_mask"]),
+                ellipsis: &ints(&m["ellipsis_mask"]),
+                new_axis: &ints(&m["new_axis_mask"]),
+                shrink: &ints(&m["shrink_axis_mask"]),
+            },
+        );
+        let plan = strided_slice(&spec, Flavour::Ov, rank).ok()?;
+        Some((plan, Clamp::Ov))
     } else {
         let masks = TfMasks {
             begin: c["begin_mask"].as_i64()?,

@@ -13,9 +13,17 @@ tests/data/exports/ (ONNX and OpenVINO IR),
      formats. A slice is matched by node name (ONNX) / friendly name (IR); our side for this
      comparison is `--passes infer,fold,cleanup,simplify,cleanup` (the peers fold too).
 
+With `--pairs N`, the conformance leg instead: N random pairs of consecutive slices drawn from
+the conformance data (ONNX Slice pairs from tests/data/slice.jsonl.gz as two chained Slice-13
+nodes; OpenVINO StridedSlice pairs from strided_slice.jsonl.gz as two chained StridedSlice-1,
+built with OpenVINO's Python API), each with a static and a symbolic input; pairs the runtime
+refuses, and cases where the runtimes disagree among themselves, are skipped. slice-opt runs
+`infer,simplify,cleanup` on them (directory mode) and the outputs of every merged model must
+equal the pair's in ONNX Runtime / OpenVINO CPU on an arange input.
+
 Usage:
   /work/venv-exports/bin/python tools/simplify_check.py --bin target/debug/slice-opt [-v]
-      [--only SUBSTRING] [--json FILE]
+      [--only SUBSTRING] [--json FILE] [--pairs N]
 Needs numpy, onnx, onnxruntime, openvino, onnxslim (pip install onnxslim). Exits 1 when an
 output differs or a model fails to run after simplify where it ran before.
 """
@@ -165,13 +173,166 @@ def ov_pipeline_slices(path):
     return ov_slices(m)
 
 
+# ---------------------------------------------------------------- conformance pairs
+
+
+def load_cases(name):
+    import gzip
+
+    with gzip.open(os.path.join(ROOT, "tests/data", name), "rt") as f:
+        return [json.loads(l) for l in f]
+
+
+def runtimes_differ(c):
+    keys = ["ort", "onnx_ref", "ov_cpu", "ov_ref"] if c["op"] == "Slice" else ["tf", "ov_cpu", "ov_ref"]
+    ans = [json.dumps(c[k], sort_keys=True) if "error" not in c[k] else "error" for k in keys if c.get(k)]
+    return len(set(ans)) > 1 or c.get("expected_ov_alt") is not None
+
+
+def onnx_pair(a, b, symbolic, path):
+    import onnx
+    from onnx import TensorProto, helper as h
+
+    shape = a["input_shape"]
+    dims = [f"d{i}" for i in range(len(shape))] if symbolic else shape
+    inits, nodes = [], []
+    src = "x"
+    for k, c in enumerate((a, b)):
+        ins = [src]
+        for key in ("starts", "ends", "axes", "steps"):
+            if c[key] is None:
+                ins.append("")
+                continue
+            n = f"p{k}_{key}"
+            inits.append(h.make_tensor(n, TensorProto.INT64, [len(c[key])], c[key]))
+            ins.append(n)
+        while ins[-1] == "":
+            ins.pop()
+        out = "y" if k == 1 else "t"
+        nodes.append(h.make_node("Slice", ins, [out], name=f"s{k}"))
+        src = out
+    g = h.make_graph(
+        nodes,
+        "pair",
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [h.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        inits,
+    )
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 8
+    onnx.save(m, path)
+
+
+def ov_masks(c):
+    if c.get("ov_masks"):
+        return c["ov_masks"]
+    n = len(c["begin"])
+    return {k: [(c[k] >> i) & 1 for i in range(n)] for k in
+            ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")}
+
+
+def ov_pair(a, b, symbolic, path):
+    import openvino as ov
+    from openvino import opset1
+
+    shape = a["input_shape"]
+    ps = ov.PartialShape([-1] * len(shape)) if symbolic else ov.PartialShape(shape)
+    x = opset1.parameter(ps, np.float32, name="x")
+    t = x
+    for c in (a, b):
+        m = ov_masks(c)
+        t = opset1.strided_slice(
+            t,
+            opset1.constant(np.array(c["begin"], np.int64)),
+            opset1.constant(np.array(c["end"], np.int64)),
+            opset1.constant(np.array(c["strides"], np.int64)),
+            m["begin_mask"], m["end_mask"], m["new_axis_mask"], m["shrink_axis_mask"],
+            m["ellipsis_mask"],
+        )
+    ov.save_model(ov.Model([t], [x], "pair"), path, compress_to_fp16=False)
+
+
+def pairs_check(args):
+    import random
+
+    rng = random.Random(43)
+    def valid(c, key):
+        return not runtimes_differ(c) and "error" not in (c.get(key) or {"error": 1})
+
+    sl = [c for c in load_cases("slice.jsonl.gz") if c["onnx_opset"] >= 10 and valid(c, "expected_onnx")]
+    ss = [c for c in load_cases("strided_slice.jsonl.gz") if valid(c, "expected_ov")]
+    tot = dict(built=0, runtime_refuses=0, merged=0, kept=0, equal=0, differ=0)
+    bad = []
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+        os.makedirs(src)
+        feeds = {}
+        tries = 0
+        while tot["built"] < args.pairs and tries < args.pairs * 20:
+            tries += 1
+            onnx_fmt = rng.random() < 0.5
+            pool = sl if onnx_fmt else ss
+            a, b = rng.choice(pool), rng.choice(pool)
+            if onnx_fmt and len(b["input_shape"]) != len(a["input_shape"]):
+                continue
+            symbolic = rng.random() < 0.5
+            name = f"p{tries}_{'sym' if symbolic else 'static'}"
+            path = os.path.join(src, name + (".onnx" if onnx_fmt else ".xml"))
+            try:
+                (onnx_pair if onnx_fmt else ov_pair)(a, b, symbolic, path)
+                x = np.arange(int(np.prod(a["input_shape"])), dtype=np.float32).reshape(a["input_shape"])
+                want = (ort_run if onnx_fmt else ov_run)(path, {"x": x})
+            except Exception:
+                tot["runtime_refuses"] += 1
+                for f in glob.glob(os.path.join(src, name + ".*")):
+                    os.remove(f)
+                continue
+            feeds[path] = (x, want, f"{a['id']} then {b['id']}")
+            tot["built"] += 1
+        r = subprocess.run([args.bin, src, "-o", dst, "--passes", "infer,simplify,cleanup", "-q"],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or args.v:
+            print("slice-opt:", r.returncode, r.stderr[:2000])
+        for path, (x, want, what) in sorted(feeds.items()):
+            out = os.path.join(dst, os.path.basename(path))
+            onnx_fmt = path.endswith(".onnx")
+            if not os.path.exists(out):
+                # slice-opt refused the input (printed above): infer's verdict on the pair.
+                tot["refused_input"] = tot.get("refused_input", 0) + 1
+                continue
+            n = len((onnx_slices if onnx_fmt else ov_slices)(out))
+            tot["merged" if n == 1 else "kept"] += 1
+            if n != 1 and args.v:
+                rep, _ = run_bin(args, path, out + ".v" + os.path.splitext(out)[1], "infer,simplify,cleanup")
+                if rep:
+                    simp = next(p for p in rep["passes"] if p["pass"] == "simplify")
+                    print("kept", os.path.basename(path), what, [c["what"] for c in simp["skipped"]])
+            try:
+                got = (ort_run if onnx_fmt else ov_run)(out, {"x": x})
+                ok, why = same(want, got)
+            except Exception as e:
+                ok, why = False, str(e)[:200]
+            if ok:
+                tot["equal"] += 1
+            else:
+                tot["differ"] += 1
+                bad.append(f"{os.path.basename(path)} ({what}): {why}")
+    print(f"conformance pairs in the runtimes: {tot}")
+    for b in bad:
+        print("BAD", b)
+    return 1 if bad else 0
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", default=os.path.join(ROOT, "target/debug/slice-opt"))
     ap.add_argument("--only", default="")
     ap.add_argument("--json")
     ap.add_argument("-v", action="store_true")
+    ap.add_argument("--pairs", type=int, default=0)
     args = ap.parse_args()
+    if args.pairs:
+        return pairs_check(args)
     man = manifest()
     paths = sorted(
         p

@@ -300,6 +300,23 @@ fn constant_of(ax: Ax) -> i128 {
     }
 }
 
+/// Whether the index checks of `ax` are only a shrink's own index (OpenVINO's compile-time
+/// check of a shrink: out of range is an error), which the proof handles.
+fn plain_checks(ax: Ax) -> bool {
+    match ax {
+        Ax::Range { check, .. } => check.is_none(),
+        Ax::Shrink { i, check } => check.is_none() || check == Some(i),
+    }
+}
+
+/// Whether a shrink fails out of range (rather than clamping).
+fn strict(ax: Ax, clamp: Clamp) -> bool {
+    match ax {
+        Ax::Shrink { i, check } => clamp == Clamp::Tf || check == Some(i),
+        Ax::Range { .. } => false,
+    }
+}
+
 fn step_of(ax: Ax) -> i128 {
     match ax {
         Ax::Range { s, .. } => (s as i128).abs().max(1),
@@ -351,6 +368,8 @@ fn candidates(sel: (i128, i128, i128), at: i128, shrink: bool, inner: Ax, step: 
         for v in b {
             if let Bound::Index(i) = v {
                 out.push(Ax::Shrink { i, check: None });
+                // Strict: what an OpenVINO StridedSlice shrink decodes to.
+                out.push(Ax::Shrink { i, check: Some(i) });
             }
         }
         return out;
@@ -459,7 +478,17 @@ fn compose_axis(
         Size::Known(n) => {
             let sel = eval_pair(inner, c1, outer, c2, n)
                 .ok_or_else(|| Refusal::Invalid(format!("axis {axis} of size {n}")))?;
-            let ax = exact_entry(sel, shrink)?;
+            // The whole axis in order is written as such (no positions to read).
+            let ax = if !shrink && n > 0 && sel == norm_sel(0, 1, n) {
+                Ax::Range {
+                    b: Bound::Edge,
+                    e: Bound::Edge,
+                    s: 1,
+                    check: None,
+                }
+            } else {
+                exact_entry(sel, shrink)?
+            };
             // The exact positions read the same under every clamping rule; checked anyway.
             if eval1(ax, n, target) != Some(sel) {
                 return Err(Refusal::Invalid(format!(
@@ -469,13 +498,7 @@ fn compose_axis(
             Ok(ax)
         }
         Size::Sym { lo, hi } => {
-            if matches!(
-                inner,
-                Ax::Range { check: Some(_), .. } | Ax::Shrink { check: Some(_), .. }
-            ) || matches!(
-                outer,
-                Ax::Range { check: Some(_), .. } | Ax::Shrink { check: Some(_), .. }
-            ) {
+            if !plain_checks(inner) || !plain_checks(outer) {
                 return Err(Refusal::SymbolicCheck { axis });
             }
             let (inner, outer) = (saturate(inner, hi), saturate(outer, hi));
@@ -556,12 +579,8 @@ pub fn compose(
                         Size::Known(n) => eval1(ax, n, c1)
                             .map(|_| ())
                             .ok_or_else(|| Refusal::Invalid(format!("shrink on axis {axis}"))),
-                        Size::Sym { .. } => match ax {
-                            Ax::Shrink { check: Some(_), .. } => {
-                                Err(Refusal::SymbolicCheck { axis: *axis })
-                            }
-                            _ => Ok(()),
-                        },
+                        Size::Sym { .. } if plain_checks(ax) => Ok(()),
+                        Size::Sym { .. } => Err(Refusal::SymbolicCheck { axis: *axis }),
                     };
                     check(ax)?;
                     shrinks.push((*axis, ax));
@@ -588,11 +607,18 @@ pub fn compose(
                 Ok(to_entry(exact_entry(sel, true)?, axis))
             }
             // The same entry: the same answer, also where the index is out of range, when the
-            // clamping rule is the same; else only if it is in range at every size.
-            (Size::Sym { lo, .. }, Ax::Shrink { i, .. })
-                if c1 == target || in_range(i, lo as i128) =>
+            // clamping rule is the same; else only if it is in range at every size. A strict
+            // shrink (an error out of range: TensorFlow's, or OpenVINO's with its own index as
+            // check) is written strict for the target.
+            (Size::Sym { lo, .. }, Ax::Shrink { i, check })
+                if c1 == target || in_range(i, lo as i128) || strict(ax, c1) =>
             {
-                Ok(to_entry(ax, axis))
+                let check = match (strict(ax, c1), target) {
+                    (true, Clamp::Ov) => Some(i),
+                    (true, Clamp::Tf) => None,
+                    (false, _) => check,
+                };
+                Ok(to_entry(Ax::Shrink { i, check }, axis))
             }
             (Size::Sym { lo, hi }, _) => Err(Refusal::NotExact { axis, lo, hi }),
         }
@@ -1017,9 +1043,9 @@ pub fn strided_spec(plan: &SlicePlan) -> Option<super::StridedSliceSpec> {
             AxisPlan::NewAxis => (0, 0, 1, false, false, true, false),
             AxisPlan::Shrink {
                 index: Some(i),
-                check: None,
+                check,
                 ..
-            } => (i, i.saturating_add(1), 1, false, false, false, true),
+            } if check.is_none() || check == Some(i) => (i, i.saturating_add(1), 1, false, false, false, true),
             AxisPlan::Range {
                 begin,
                 end,
