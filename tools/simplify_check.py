@@ -185,7 +185,11 @@ def load_cases(name):
 
 def runtimes_differ(c):
     keys = ["ort", "onnx_ref", "ov_cpu", "ov_ref"] if c["op"] == "Slice" else ["tf", "ov_cpu", "ov_ref"]
-    ans = [json.dumps(c[k], sort_keys=True) if "error" not in c[k] else "error" for k in keys if c.get(k)]
+    ans = [
+        "error" if "error" in c[k] else json.dumps([c[k]["shape"], c[k]["indices"]])
+        for k in keys
+        if c.get(k)
+    ]
     return len(set(ans)) > 1 or c.get("expected_ov_alt") is not None
 
 
