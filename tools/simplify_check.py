@@ -235,14 +235,14 @@ def ov_masks(c):
             ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")}
 
 
-def ov_pair(a, b, symbolic, path):
+def ov_pair(a, b, symbolic, path, const=None):
     import openvino as ov
     from openvino import opset1
 
     shape = a["input_shape"]
     ps = ov.PartialShape([-1] * len(shape)) if symbolic else ov.PartialShape(shape)
     x = opset1.parameter(ps, np.float32, name="x")
-    t = x
+    t = x if const is None else opset1.constant(const)
     for c in (a, b):
         m = ov_masks(c)
         t = opset1.strided_slice(
@@ -253,7 +253,14 @@ def ov_pair(a, b, symbolic, path):
             m["begin_mask"], m["end_mask"], m["new_axis_mask"], m["shrink_axis_mask"],
             m["ellipsis_mask"],
         )
-    ov.save_model(ov.Model([t], [x], "pair"), path, compress_to_fp16=False)
+    m = ov.Model([t], [x], "pair")
+    if const is not None:
+        # OpenVINO's reference evaluation: constant folding of the pair.
+        from openvino._offline_transformations import apply_moc_transformations
+
+        apply_moc_transformations(m, cf=True)
+        return m.get_results()[0].input(0).get_source_output().get_node().get_data()
+    ov.save_model(m, path, compress_to_fp16=False)
 
 
 def pairs_check(args):
@@ -265,6 +272,7 @@ def pairs_check(args):
 
     sl = [c for c in load_cases("slice.jsonl.gz") if c["onnx_opset"] >= 10 and valid(c, "expected_onnx")]
     ss = [c for c in load_cases("strided_slice.jsonl.gz") if valid(c, "expected_ov")]
+    cases = {c["id"]: c for c in ss}
     tot = dict(built=0, runtime_refuses=0, merged=0, kept=0, equal=0, differ=0)
     bad = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -316,6 +324,16 @@ def pairs_check(args):
                 ok, why = same(want, got)
             except Exception as e:
                 ok, why = False, str(e)[:200]
+            if not ok and not onnx_fmt:
+                # OpenVINO's CPU plugin and its reference evaluation disagree on a shrink with
+                # begin_mask (slice-opt follows the reference and warns): compare with that.
+                a_id, b_id = what.split(" then ")
+                ref = ov_pair(cases[a_id], cases[b_id], False, None, const=x)
+                if same([ref], got)[0] and not same([ref], want)[0]:
+                    tot["equal_to_ov_reference_cpu_differs"] = (
+                        tot.get("equal_to_ov_reference_cpu_differs", 0) + 1
+                    )
+                    continue
             if ok:
                 tot["equal"] += 1
             else:

@@ -58,8 +58,23 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
             let n = graph.node(ix);
             (n.name.to_string(), n.op_type.to_string())
         };
+        // OpenVINO's CPU plugin reads a shrink with begin_mask as index 0 where its constant
+        // folding reads `begin` (which every pass follows): a node with such an entry that is
+        // rewritten gets the warning `lower` gives.
+        let mut warn = vec![rewrite::ov_shrink_begin_mask_warning(graph, ix, op)];
+        let data = graph.input(ix, 0);
+        if let Some(p) = data.filter(|d| d.port == 0).map(|d| d.node) {
+            if let Some(pop) = slice_node::classify(graph, p, format, opset) {
+                warn.push(rewrite::ov_shrink_begin_mask_warning(graph, p, pop));
+            }
+        }
         match simplify_node(graph, ix, op, format, opset) {
-            Ok(Some(what)) => report.change(|| Change::note(name, op_type, what)),
+            Ok(Some(what)) => {
+                let merged = what.starts_with("merged");
+                let warn = warn.into_iter().take(if merged { 2 } else { 1 }).flatten();
+                report.warnings.extend(warn);
+                report.change(|| Change::note(name, op_type, what))
+            }
             Ok(None) => {}
             Err(why) => report.skip(|| Change::note(name, op_type, why)),
         }

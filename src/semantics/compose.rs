@@ -1045,7 +1045,9 @@ pub fn strided_spec(plan: &SlicePlan) -> Option<super::StridedSliceSpec> {
                 index: Some(i),
                 check,
                 ..
-            } if check.is_none() || check == Some(i) => (i, i.saturating_add(1), 1, false, false, false, true),
+            } if check.is_none() || check == Some(i) => {
+                (i, i.saturating_add(1), 1, false, false, false, true)
+            }
             AxisPlan::Range {
                 begin,
                 end,
