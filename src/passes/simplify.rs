@@ -18,6 +18,10 @@
 //! - **ONNX `Shape` then `Slice`** (step 1, opset >= 15) becomes `Shape(start, end)` when the
 //!   shape is not static (a static one folds).
 //!
+//! The pass reads the shapes the graph declares: run it after `infer` (`--passes
+//! infer,simplify,cleanup`; `cleanup` drops the parameters and Concats left unused). Not in
+//! the default set.
+//!
 //! The merged node is written as the op that can say the plan: ONNX `Slice` (ranges only) or a
 //! TensorFlow-style `StridedSlice` when one of the pair was one; OpenVINO `Slice-8` when both
 //! were and the plan has ranges only, else `StridedSlice-1`. Its parameters are decoded back
