@@ -1356,3 +1356,38 @@ fn pass_ir_variadic_split_with_rest() {
 fn skipped_has(r: &slice_opt::pipeline::PassReport, what: &str) -> bool {
     r.skipped.iter().any(|c| c.what.contains(what))
 }
+
+/// `Shape(x)[-1:]` of a `[N, 3, 32]` input selects a known dim only: the constant `[32]`, at
+/// any opset (here 13).
+#[test]
+fn pass_shape_then_slice_of_known_dims_is_a_constant() {
+    let mut inits = Vec::new();
+    let sh = common::node("Shape", "sh", &["x"], &["s"]);
+    let s = slice("sl", "s", "t", (&[-1], &[i64::MAX], &[0], &[1]), &mut inits);
+    let mut cast = common::node("Cast", "c", &["t"], &["y"]);
+    cast.attribute.push(common::int_attr("to", 1));
+    let m = model(
+        &[("x", &[None, Some(3), Some(32)])],
+        vec![sh, s, cast],
+        inits,
+        &["y"],
+        13,
+    );
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Cast"]);
+    let g = after.graph.as_ref().unwrap();
+    let t = g
+        .initializer
+        .iter()
+        .find(|t| t.name() == g.node[0].input[0])
+        .unwrap();
+    let v: Vec<i64> = t
+        .raw_data
+        .as_ref()
+        .unwrap()
+        .chunks(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(v, vec![32]);
+    assert_eq!(r.changed, 1);
+}

@@ -266,7 +266,7 @@ def ov_pair(a, b, symbolic, path, const=None):
 def pairs_check(args):
     import random
 
-    rng = random.Random(43)
+    rng = random.Random(args.seed)
     def valid(c, key):
         return not runtimes_differ(c) and "error" not in (c.get(key) or {"error": 1})
 
@@ -352,6 +352,7 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("-v", action="store_true")
     ap.add_argument("--pairs", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=43)
     args = ap.parse_args()
     if args.pairs:
         return pairs_check(args)

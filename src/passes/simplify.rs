@@ -15,8 +15,9 @@
 //!   `-1`): gaps between them are outputs nothing reads.
 //! - **A slice of a `Concat` that selects within one input** becomes the same slice of that
 //!   input.
-//! - **ONNX `Shape` then `Slice`** (step 1, opset >= 15) becomes `Shape(start, end)` when the
-//!   shape is not static (a static one folds).
+//! - **ONNX `Shape` then `Slice`** becomes the constant of the dims it selects when they are
+//!   all known (`Shape(x)[-1:]` of `[N, S, 32]`: `[32]`), else (step 1, opset >= 15)
+//!   `Shape(start, end)`.
 //!
 //! The pass reads the shapes the graph declares: run it after `infer` (`--passes
 //! infer,simplify,cleanup`; `cleanup` drops the parameters and Concats left unused). Not in
@@ -535,10 +536,13 @@ fn shape_slice(
     d: &Decoded,
     opset: i64,
 ) -> std::result::Result<String, String> {
+    let shape_node = d.data.node;
+    if let Some(what) = shape_slice_constant(graph, ix, d)? {
+        return Ok(what);
+    }
     if opset < 15 {
         return Err("Shape then Slice left as is: Shape has start/end from opset 15".into());
     }
-    let shape_node = d.data.node;
     let n = graph.node(shape_node);
     if n.attr("start").is_some() || n.attr("end").is_some() {
         return Err("Shape then Slice left as is: the Shape has start/end already".into());
@@ -592,6 +596,63 @@ fn shape_slice(
         "Shape then Slice {} -> Shape(start={start}, end={end})",
         d.plan
     ))
+}
+
+/// ONNX `Shape` (no start/end) then `Slice` selecting only dims that are known: the constant
+/// they make (`Shape(x)[-1:]` of an `[N, S, 32]` input is `[32]`). `Ok(None)`: a dim selected
+/// is not known.
+fn shape_slice_constant(
+    graph: &mut Graph,
+    ix: NodeIndex,
+    d: &Decoded,
+) -> std::result::Result<Option<String>, String> {
+    let shape_node = d.data.node;
+    let n = graph.node(shape_node);
+    if n.attr("start").is_some() || n.attr("end").is_some() {
+        return Ok(None);
+    }
+    let Some(src) = graph.input(shape_node, 0) else {
+        return Ok(None);
+    };
+    let Some(src_shape) = slice_node::declared_shape(graph, src) else {
+        return Ok(None);
+    };
+    let r = src_shape.len() as u64;
+    let Ok(idx) = semantics::gather(&d.plan, &[r], d.op.clamp(), DEFAULT_MAX_ELEMENTS) else {
+        return Ok(None);
+    };
+    let values: Option<Vec<i64>> = idx
+        .iter()
+        .map(|&i| match src_shape.get(i as usize) {
+            Some(DeclaredDim::Known(v)) => i64::try_from(*v).ok(),
+            _ => None,
+        })
+        .collect();
+    let Some(values) = values else {
+        return Ok(None);
+    };
+    let out = OutletId { node: ix, port: 0 };
+    if graph
+        .consumers(out)
+        .iter()
+        .any(|&(c, _)| graph.node(c).kind == NodeKind::Output)
+    {
+        return Ok(None);
+    }
+    let mut value = graph.node(ix).outputs[0].clone();
+    value.ty = ValueType {
+        dtype: Some(DType::I64),
+        shape: Some(vec![DeclaredDim::Known(values.len() as u64)]),
+    };
+    value.ty_changed = true;
+    let mut b = Builder::new(graph, Format::Onnx, ix);
+    let c = b.const_i64("dims", &values);
+    graph.node_mut(c.node).outputs[0] = value;
+    rewrite::take_over(graph, ix, c.node);
+    Ok(Some(format!(
+        "Shape then Slice {} selects known dims only: the constant {values:?}",
+        d.plan
+    )))
 }
 
 /// Groups of slices of one source that are disjoint step-1 runs along one axis: one `Split`
