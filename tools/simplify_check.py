@@ -294,6 +294,10 @@ def pairs_check(args):
                 (onnx_pair if onnx_fmt else ov_pair)(a, b, symbolic, path)
                 x = np.arange(int(np.prod(a["input_shape"])), dtype=np.float32).reshape(a["input_shape"])
                 want = (ort_run if onnx_fmt else ov_run)(path, {"x": x})
+                if not onnx_fmt:
+                    # A pair OpenVINO's reference evaluation refuses (an out-of-range shrink
+                    # its CPU plugin runs anyway, reading memory it does not own) is no test.
+                    ov_pair(a, b, False, None, const=x)
             except Exception:
                 tot["runtime_refuses"] += 1
                 for f in glob.glob(os.path.join(src, name + ".*")):
@@ -328,8 +332,12 @@ def pairs_check(args):
                 # OpenVINO's CPU plugin and its reference evaluation disagree on a shrink with
                 # begin_mask (slice-opt follows the reference and warns): compare with that.
                 a_id, b_id = what.split(" then ")
-                ref = ov_pair(cases[a_id], cases[b_id], False, None, const=x)
-                if same([ref], got)[0] and not same([ref], want)[0]:
+                try:
+                    ref = ov_pair(cases[a_id], cases[b_id], False, None, const=x)
+                except Exception as e:
+                    ref = None
+                    why += f"; OpenVINO's reference evaluation fails: {str(e)[:160]}"
+                if ref is not None and same([ref], got)[0] and not same([ref], want)[0]:
                     tot["equal_to_ov_reference_cpu_differs"] = (
                         tot.get("equal_to_ov_reference_cpu_differs", 0) + 1
                     )
