@@ -724,6 +724,31 @@ fn written_parameters_decode_to_the_plan() {
         }
     }
     assert!(slices > 1000 && strided > 1000, "{slices} {strided}");
+    // Symbolic: an OpenVINO StridedSlice written for a merged plan reads back as the plan
+    // (its shrinks decode with their own index as check, which the plan carries).
+    let mut sym_ok = 0;
+    for _ in 0..20_000 {
+        let a = &cases[rng.below(cases.len())];
+        let b = &cases[rng.below(cases.len())];
+        let dims = common::uints(&a["input_shape"]);
+        let Some((inner, c1)) = case_plan(a, dims.len()) else {
+            continue;
+        };
+        let Some((outer, c2)) = case_plan(b, inner.output_rank()) else {
+            continue;
+        };
+        let sym: Vec<Dim> = (0..dims.len())
+            .map(|k| Dim::symbol_bounded(&format!("s{k}"), 0, Some(1 << 20)))
+            .collect();
+        let Ok(plan) = compose(&inner, c1, &outer, c2, &sym, Clamp::Ov) else {
+            continue;
+        };
+        let spec = strided_spec(&plan).expect("a constant plan");
+        let d = strided_slice(&spec, Flavour::Ov, dims.len()).unwrap();
+        assert_eq!(without_passing_checks(&d, &sym), plan, "{plan}");
+        sym_ok += 1;
+    }
+    assert!(sym_ok > 500, "{sym_ok}");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -359,7 +359,14 @@ fn position_bounds(pos: i128, at: i128, out: &mut Vec<Bound>) {
 
 /// Candidate composed entries for a pair whose selection at size `at` is `sel` (kind of the
 /// outer entry: `shrink`).
-fn candidates(sel: (i128, i128, i128), at: i128, shrink: bool, inner: Ax, step: i128) -> Vec<Ax> {
+fn candidates(
+    sel: (i128, i128, i128),
+    at: i128,
+    shrink: bool,
+    inner: Ax,
+    step: i128,
+    target: Clamp,
+) -> Vec<Ax> {
     let (start, _, len) = sel;
     let mut out = Vec::new();
     if shrink {
@@ -367,9 +374,13 @@ fn candidates(sel: (i128, i128, i128), at: i128, shrink: bool, inner: Ax, step: 
         position_bounds(start, at, &mut b);
         for v in b {
             if let Bound::Index(i) = v {
-                out.push(Ax::Shrink { i, check: None });
-                // Strict: what an OpenVINO StridedSlice shrink decodes to.
-                out.push(Ax::Shrink { i, check: Some(i) });
+                // OpenVINO: a StridedSlice shrink decodes with its own index as check (strict);
+                // TensorFlow: strict without one.
+                if target == Clamp::Ov {
+                    out.push(Ax::Shrink { i, check: Some(i) });
+                } else {
+                    out.push(Ax::Shrink { i, check: None });
+                }
             }
         }
         return out;
@@ -516,7 +527,7 @@ fn compose_axis(
                 (Ax::Range { s: a, .. }, Ax::Range { s: b, .. }) => a as i128 * b as i128,
                 _ => 1,
             };
-            for cand in candidates(sel, at, shrink, inner, step) {
+            for cand in candidates(sel, at, shrink, inner, step, target) {
                 let c = c0.max(constant_of(cand));
                 let range = proof_range(lo, hi, c, s1, p).ok_or(Refusal::ProofTooLarge { axis })?;
                 if agree(range, pair, |n| eval1(cand, n, target)) {
