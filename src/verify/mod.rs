@@ -47,10 +47,12 @@ use crate::formats::onnx::OnnxModel;
 
 mod branches;
 mod inputs;
+mod relations;
 mod run;
 
 use branches::*;
 use inputs::*;
+use relations::{param_dim, Relations};
 use run::Runnable;
 use run::*;
 pub use run::{alloc_limit, charge, refund, LARGE};
@@ -190,11 +192,17 @@ fn show_bound(
 ) -> String {
     let mut parts: Vec<String> = names.iter().map(|(k, v)| format!("{k}={v}")).collect();
     for (d, s) in data.iter().zip(shapes) {
-        let unnamed = d
-            .dims
-            .iter()
-            .flatten()
-            .any(|x| !matches!(x, Decl::Param(_)) && !matches!(x, Decl::Known(v) if *v >= 0));
+        // An unknown dim, or one declared as an expression (`past_sequence_length +
+        // sequence_length`): the input's shape says what it was given.
+        let unnamed = d.dims.iter().flatten().any(|x| match x {
+            Decl::Known(v) => *v < 0,
+            Decl::Param(p) => {
+                let d = param_dim(p);
+                let s = d.symbols();
+                s.len() != 1 || d.to_onnx().as_deref() != Some(s[0].name())
+            }
+            Decl::Unknown => true,
+        });
         if unnamed {
             let dims: Vec<String> = s.iter().map(|v| v.to_string()).collect();
             parts.push(format!("{}={}", d.name, dims.join("x")));
@@ -233,6 +241,19 @@ pub fn verify_onnx_with(
     if let Some(why) = beyond_tract(&a) {
         return Verification::NotVerified(why);
     }
+    // What the model states between its input dims, kept by the size search.
+    let rel = relations::find(original, &opts.bind);
+    let mut rels = vec![rel.clone()];
+    if let Some(g) = a.graph.as_ref() {
+        let decls = graph_inputs(g);
+        let (_, data) = split_inputs(g, &decls);
+        rels.extend(relations::candidates(original, &opts.bind, &rel, &data));
+    }
+    if let Some(c) = rel.conflicts.first() {
+        return Verification::NotVerified(format!(
+            "the sizes given contradict a relation the model states: {c}"
+        ));
+    }
     // Constants a small file can describe (a Range of 240 million floats) are made by tract's
     // analysis itself: counted here first, before tract computes them.
     let constants = a.graph.as_ref().map_or(0, constant_bytes);
@@ -252,7 +273,7 @@ pub fn verify_onnx_with(
         .stack_size(64 << 20)
         .spawn(move || {
             let _budget = Budget::start(budget);
-            let _ = tx.send(verify_protos(a, b, dir, &opts));
+            let _ = tx.send(verify_protos(a, b, dir, &opts, &rels));
         });
     if let Err(e) = worker {
         return Verification::NotVerified(format!("cannot start the verification thread: {e}"));
@@ -275,6 +296,7 @@ fn verify_protos(
     b: pb::ModelProto,
     dir: std::path::PathBuf,
     opts: &VerifyOptions,
+    rels: &[Relations],
 ) -> Verification {
     let Some(graph) = a.graph.as_ref() else {
         return Verification::NotVerified("the model has no graph".into());
@@ -282,7 +304,7 @@ fn verify_protos(
     let decls = graph_inputs(graph);
     let (controls, data) = split_inputs(graph, &decls);
     let cases = control_cases(&controls);
-    let bound = match bind_cases(&a, &dir, &data, &cases, opts) {
+    let bound = match bind_cases(&a, &dir, &data, &cases, opts, rels) {
         Ok(bound) => bound,
         Err(v) => return v,
     };
@@ -308,7 +330,12 @@ fn verify_protos(
         match not_run {
             None => {
                 verified_cases.push(label);
-                bindings.push(show_bound(&data, &found.shapes, &found.names));
+                let mut shown = show_bound(&data, &found.shapes, &found.names);
+                let relations = rels.get(found.relations).map(|r| r.describe());
+                if let Some(r) = relations.filter(|r| !r.is_empty()) {
+                    shown = format!("{shown}; {r}");
+                }
+                bindings.push(shown);
             }
             Some(e) => unverified.push(e),
         }
@@ -379,31 +406,65 @@ fn labelled(label: &str, msg: &str) -> String {
 /// Each case gets its binding: the first try of the sizes with which tract runs the original
 /// in that case (a control value may need other sizes than the others: silero-vad takes 512
 /// samples at sr=16000 and 256 at sr=8000). Sizes that served a case are tried first next.
-/// `Err`: the verification cannot run at all.
+/// The relations found (`rels[0]`) are kept; when no size runs the original under them, the
+/// relations assumed in turn (`rels[1..]`, [`relations::candidates`]) with the first
+/// [`CANDIDATE_SIZES`] sizes. `Err`: the verification cannot run at all.
 fn bind_cases(
     a: &pb::ModelProto,
     dir: &Path,
     data: &[&InputDecl],
     cases: &[Vec<(&InputDecl, i64)>],
     opts: &VerifyOptions,
+    rels: &[Relations],
 ) -> Result<Vec<Result<Bound, String>>, Verification> {
     let mut order: Vec<Sizes> = DEFAULT_SIZES.to_vec();
     let mut bound = Vec::with_capacity(cases.len());
+    // The relations that served the last case are tried first.
+    let mut first_rel = 0;
     for case in cases {
-        match find_binding(a, dir, data, case, &order, opts) {
-            Err(BindError::Fatal(e)) => return Err(Verification::NotVerified(e)),
-            Err(BindError::NoSize(e)) => bound.push(Err(e)),
-            Ok(found) => {
-                if let Some(i) = order.iter().position(|s| *s == found.sizes) {
-                    let s = order.remove(i);
-                    order.insert(0, s);
+        let mut tries: Vec<usize> = vec![first_rel];
+        tries.extend((0..rels.len()).filter(|&r| r != first_rel));
+        let mut outcome = None;
+        for r in tries {
+            let sizes = if r == 0 {
+                &order[..]
+            } else {
+                &order[..CANDIDATE_SIZES.min(order.len())]
+            };
+            match find_binding(a, dir, data, case, sizes, opts, &rels[r]) {
+                Err(BindError::Fatal(e)) if r == 0 => return Err(Verification::NotVerified(e)),
+                // An assumed relation the sizes cannot meet: the next one.
+                Err(BindError::Fatal(_)) => {}
+                Err(BindError::NoSize(e)) => {
+                    let lacking = e.starts_with(UNIMPLEMENTED);
+                    // The message of the relations found, not of a candidate's.
+                    if r == 0 || outcome.is_none() {
+                        outcome = Some(Err(e));
+                    }
+                    // Sizes do not give tract an op it lacks.
+                    if lacking {
+                        break;
+                    }
                 }
-                bound.push(Ok(found));
+                Ok(mut found) => {
+                    found.relations = r;
+                    first_rel = r;
+                    if let Some(i) = order.iter().position(|s| *s == found.sizes) {
+                        let s = order.remove(i);
+                        order.insert(0, s);
+                    }
+                    outcome = Some(Ok(found));
+                    break;
+                }
             }
         }
+        bound.push(outcome.unwrap_or_else(|| Err("no relations to try".into())));
     }
     Ok(bound)
 }
+
+/// With an assumed relation, only this many of the sizes are tried.
+pub const CANDIDATE_SIZES: usize = 2;
 
 /// Runs the original (its plan in `found`) and the transformed model `b` on `opts.runs` seeded
 /// random input sets of one case and compares their outputs. `Ok((outputs compared, None))`
