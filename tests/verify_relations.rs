@@ -301,3 +301,46 @@ fn inlining_a_branch_named_like_its_if_makes_no_cycle() {
         other => panic!("a with-past difference must fail: {other:?}"),
     }
 }
+
+/// Acceptance 1 on three exports of the corpus (`tools/verify_exports.py` runs all of them):
+/// TorchScript's gpt2 with past (three free names: the mask is read through a `Gather` at
+/// `batch * total + kv_index`, so `total` must be `past + seq`), optimum's gpt2 (the mask named
+/// `past_sequence_length + sequence_length`) and dynamo's BERT (`token_type_ids` index a table
+/// of 2 rows). Each is verified, and the sizes printed keep the relation.
+#[test]
+fn corpus_llm_exports_are_verified_with_sizes_that_keep_their_relations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for (name, wants) in [
+        ("gpt2_past.ts13.onnx", &["past=3", "seq=3", "total=6"][..]),
+        (
+            "opt_gpt2_model.optimum14.onnx",
+            &[
+                "past_sequence_length=3",
+                "sequence_length=3",
+                "attention_mask=3x6",
+            ][..],
+        ),
+        ("bert.dynamo18.onnx", &["batch=3", "seq=3"][..]),
+    ] {
+        let out = dir.path().join(name);
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_slice-opt"))
+            .arg(repo.join("tests/data/exports").join(name))
+            .arg("-o")
+            .arg(&out)
+            .arg("--verify")
+            .output()
+            .expect("run slice-opt");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{name}: {err}");
+        let line = err
+            .lines()
+            .find(|l| l.trim_start().starts_with("verify "))
+            .unwrap_or_else(|| panic!("{name}: no verify line: {err}"));
+        assert!(line.contains("verified in tract-onnx"), "{name}: {line}");
+        assert!(!line.contains("NOT verified"), "{name}: {line}");
+        for w in wants {
+            assert!(line.contains(w), "{name}: {w} in {line}");
+        }
+    }
+}

@@ -2,6 +2,7 @@
 """`--verify` over the export corpus: one line per ONNX file, verified or not and why, and counts.
 
     python3 tools/verify_exports.py [--bin target/debug/slice-opt] [--dir tests/data/exports] [--json out.json]
+    python3 tools/verify_exports.py --counts out.json      # the counts of a run written before
 
 Each model is transformed with the default passes and `--verify` into a temporary directory; the
 verdict is the `verify` line the CLI prints. Causes of "not verified" are grouped by a short key
@@ -18,18 +19,43 @@ import tempfile
 
 
 def cause(msg):
-    m = re.search(r"(?:no|unsupported|unimplemented|unknown) (?:op|operator)[^']*'?([A-Za-z0-9_]+)", msg, re.I)
+    """A short key for why a model was not verified."""
+    m = re.search(r"does not implement the op ([A-Za-z0-9_]+)", msg) or re.search(r"Unimplemented\(([A-Za-z0-9_]+)\)", msg)
     if m:
-        return "op not in tract: " + m.group(1)
-    if "tract panicked" in msg:
-        return "tract panicked: " + re.sub(r"\d+", "N", msg.split("tract panicked:", 1)[1].strip())[:70]
+        return "op not in tract-onnx: " + m.group(1)
+    if "; with the last: " in msg:
+        msg = msg.split("; with the last: ", 1)[1]
     if "Loop detected" in msg:
-        return "Loop detected (cycle)"
+        return "cycle after inlining an If (Loop detected)"
+    if "tract panicked" in msg:
+        return "tract panicked: " + re.sub(r"\d+", "N", msg.split("tract panicked:", 1)[1].strip())[:60]
+    if "contradict" in msg:
+        return "sizes contradict a stated relation"
     if "too large" in msg:
         return "inputs too large"
-    if "over the" in msg:
-        return "over a budget"
+    if "over the memory budget" in msg:
+        return "over the memory budget"
+    if "over the time budget" in msg:
+        return "over the time budget"
+    if "Impossible to unify" in msg or "broadcast" in msg:
+        return "tract analysis: shapes do not unify"
     return re.sub(r"\d+", "N", msg)[:90]
+
+
+def reclassify(path):
+    """Prints the counts of a --json file written before (for comparing two runs)."""
+    with open(path) as fh:
+        rows = json.load(fh)["rows"]
+    summarize(rows)
+
+
+def summarize(rows):
+    counts = collections.Counter(r["status"] for r in rows)
+    causes = collections.Counter(cause(r["detail"]) for r in rows if r["status"] != "verified")
+    print(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), f"(of {len(rows)})")
+    for c, n in causes.most_common():
+        print(f"  {n:3}  {c}")
+    return counts, causes
 
 
 def main():
@@ -38,7 +64,11 @@ def main():
     ap.add_argument("--dir", default="tests/data/exports")
     ap.add_argument("--json")
     ap.add_argument("--time", default="120", help="--verify-time per model, seconds")
+    ap.add_argument("--counts", help="only print the counts of a --json file written before")
     args = ap.parse_args()
+    if args.counts:
+        reclassify(args.counts)
+        return 0
     files = sorted(f for f in os.listdir(args.dir) if f.endswith(".onnx"))
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,28 +79,25 @@ def main():
                 capture_output=True, text=True,
             )
             text = p.stdout + p.stderr
-            line = next((l.strip() for l in text.splitlines() if l.strip().startswith("verify")), None)
+            line = next((l.strip() for l in text.splitlines() if l.strip().startswith("verify ")), None)
             if line is None:
                 status, why = "error", (text.strip().splitlines() or ["(no output)"])[-1]
             else:
                 body = line[len("verify"):].strip()
-                if body.startswith("NOT verified") or body.startswith("not verified"):
+                if body.startswith("NOT verified"):
                     status, why = "not verified", body.split(":", 1)[1].strip() if ":" in body else body
-                elif body.startswith("FAILED") or "failed" in body.lower().split(":")[0]:
-                    status, why = "failed", body
-                else:
+                elif body.startswith("verified"):
                     status, why = "verified", body
+                else:
+                    status, why = "failed", body
             rows.append({"file": f, "status": status, "detail": why, "exit": p.returncode})
             print(f"{f:50} {status:13} {why[:160]}", flush=True)
-    counts = collections.Counter(r["status"] for r in rows)
-    causes = collections.Counter(cause(r["detail"]) for r in rows if r["status"] != "verified")
     print()
-    print(", ".join(f"{k}: {v}" for k, v in sorted(counts.items())), f"(of {len(rows)})")
-    for c, n in causes.most_common():
-        print(f"  {n:3}  {c}")
+    counts, causes = summarize(rows)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"rows": rows, "counts": counts, "causes": causes}, fh, indent=1)
+    return 0
 
 
 if __name__ == "__main__":

@@ -11,11 +11,22 @@
 //!   original is kept. One name gets one size everywhere (the first input axis that names it
 //!   decides). The search is made for each case (control values, below) on its own, the sizes
 //!   that served the previous case first: a model may take other sizes for other values.
+//! - The search keeps the relations the model states between its input dims ([`relations`]): a
+//!   declared dim that is an expression (`past_sequence_length + sequence_length`) is bound as
+//!   that expression of its symbols' sizes; dims that meet in a broadcast, a `Concat` or a
+//!   `MatMul` (our own shape propagation) are unified (`total = past + seq`); a `--bind` that
+//!   contradicts one is reported as not verified. When no size runs the original under them,
+//!   a few relations are assumed in turn (a mask's length the sum of two other dims), and the
+//!   verdict names the one kept. Integer inputs that index a constant table take values below
+//!   its number of rows. The verdict prints every symbol's size and the shape of each input
+//!   declared with an expression or an unknown dim.
 //! - A scalar integer or boolean input that the graph compares with `Equal` (through `Cast`,
 //!   `Reshape`, `Squeeze`, `Unsqueeze`, `Gather`, `Identity`) or that feeds an `If` condition is
 //!   a *control input*: it is fixed as a constant before tract's analysis, once per value: every
 //!   constant it is compared with and half the smallest of them (a value equal to none), `true`
 //!   and `false` for a boolean. So an `If` on such an input runs with both branch outcomes.
+//!   The branch taken is inlined with its values renamed apart from the graph's (a branch may
+//!   name its output like its `If`, as optimum's merged decoders do).
 //! - Inputs whose total size is above [`VerifyOptions::max_input_bytes`] (1 GiB by default), or a
 //!   model whose intermediate tensors would be, are not run: "not verified: inputs too large to
 //!   run". A panic inside tract is caught and reported as not verified.
