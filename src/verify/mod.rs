@@ -11,15 +11,16 @@
 //!   original is kept. One name gets one size everywhere (the first input axis that names it
 //!   decides). The search is made for each case (control values, below) on its own, the sizes
 //!   that served the previous case first: a model may take other sizes for other values.
-//! - The search keeps the relations the model states between its input dims ([`relations`]): a
-//!   declared dim that is an expression (`past_sequence_length + sequence_length`) is bound as
-//!   that expression of its symbols' sizes; dims that meet in a broadcast, a `Concat` or a
-//!   `MatMul` (our own shape propagation) are unified (`total = past + seq`); a `--bind` that
-//!   contradicts one is reported as not verified. When no size runs the original under them,
-//!   a few relations are assumed in turn (a mask's length the sum of two other dims), and the
-//!   verdict names the one kept. Integer inputs that index a constant table take values below
-//!   its number of rows. The verdict prints every symbol's size and the shape of each input
-//!   declared with an expression or an unknown dim.
+//! - The search keeps the relations the model states between its input dims (see
+//!   `verify/relations.rs`): a declared dim that is an expression (`past_sequence_length +
+//!   sequence_length`) is bound as that expression of its symbols' sizes; dims that meet in a
+//!   broadcast, a `Concat` or a `MatMul` (our own shape propagation) are unified
+//!   (`total = past + seq`); a `--bind` that contradicts one is reported as not verified. When
+//!   no size runs the original under them, a few relations are assumed in turn (a mask's
+//!   length the sum of two other dims), and the verdict names the one kept. Integer inputs
+//!   that index a constant table take values below its number of rows. The verdict prints
+//!   every symbol's size and the shape of each input declared with an expression or an
+//!   unknown dim.
 //! - A scalar integer or boolean input that the graph compares with `Equal` (through `Cast`,
 //!   `Reshape`, `Squeeze`, `Unsqueeze`, `Gather`, `Identity`) or that feeds an `If` condition is
 //!   a *control input*: it is fixed as a constant before tract's analysis, once per value: every
