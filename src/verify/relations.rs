@@ -264,8 +264,15 @@ pub(super) fn find(model: &OnnxModel, bind: &BTreeMap<String, usize>) -> Relatio
     find_with(model, bind, None)
 }
 
-/// At most this many relations are assumed in turn ([`candidates`]).
+/// At most this many relations are assumed in turn ([`candidates`]), of twice as many looked at.
 pub(super) const MAX_CANDIDATES: usize = 8;
+
+/// Candidates are looked for in graphs of at most this many nodes (each costs propagations).
+pub(super) const MAX_CANDIDATE_NODES: usize = 200_000;
+
+fn graph_size(model: &OnnxModel) -> usize {
+    model.graph.g.node_count()
+}
 
 /// Relations to assume, in turn, when the model runs with none of the sizes under the relations
 /// found: a model may tie its inputs' sizes where no shape shows it (a TorchScript export reads
@@ -336,7 +343,13 @@ pub(super) fn candidates(
     // Stable: by how much the terms share inputs with the target, then target order.
     wanted.sort_by_key(|(apart, _, _)| *apart);
     let mut out = Vec::new();
-    for (_, t, terms) in wanted {
+    // Each candidate costs a propagation or a few; the graph's size bounds how many are looked at.
+    let looked_at = if graph_size(model) > MAX_CANDIDATE_NODES {
+        0
+    } else {
+        2 * MAX_CANDIDATES
+    };
+    for (_, t, terms) in wanted.into_iter().take(looked_at) {
         if out.len() >= MAX_CANDIDATES {
             break;
         }
