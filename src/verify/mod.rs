@@ -419,8 +419,8 @@ fn labelled(label: &str, msg: &str) -> String {
 /// in that case (a control value may need other sizes than the others: silero-vad takes 512
 /// samples at sr=16000 and 256 at sr=8000). Sizes that served a case are tried first next.
 /// The relations found (`rels[0]`) are kept; when no size runs the original under them, the
-/// relations assumed in turn (`rels[1..]`, [`relations::candidates`]) with the first
-/// [`CANDIDATE_SIZES`] sizes. `Err`: the verification cannot run at all.
+/// relations assumed in turn (`rels[1..]`, [`relations::candidates`]) with [`DISTINCT_SIZES`],
+/// then the first [`CANDIDATE_SIZES`] sizes. `Err`: the verification cannot run at all.
 fn bind_cases(
     a: &pb::ModelProto,
     dir: &Path,
@@ -438,12 +438,14 @@ fn bind_cases(
         tries.extend((0..rels.len()).filter(|&r| r != first_rel));
         let mut outcome = None;
         for r in tries {
-            let sizes = if r == 0 {
-                &order[..]
+            let sizes: Vec<Sizes> = if r == 0 {
+                order.clone()
             } else {
-                &order[..CANDIDATE_SIZES.min(order.len())]
+                std::iter::once(DISTINCT_SIZES)
+                    .chain(order.iter().copied().take(CANDIDATE_SIZES))
+                    .collect()
             };
-            match find_binding(a, dir, data, case, sizes, opts, &rels[r]) {
+            match find_binding(a, dir, data, case, &sizes, opts, &rels[r]) {
                 Err(BindError::Fatal(e)) if r == 0 => return Err(Verification::NotVerified(e)),
                 // An assumed relation the sizes cannot meet: the next one.
                 Err(BindError::Fatal(_)) => {}
@@ -475,8 +477,13 @@ fn bind_cases(
     Ok(bound)
 }
 
-/// With an assumed relation, only this many of the sizes are tried.
+/// With an assumed relation, only this many of the sizes are tried (after [`DISTINCT_SIZES`]).
 pub const CANDIDATE_SIZES: usize = 2;
+
+/// The sizes tried first with an assumed relation: each axis position its own size, so that
+/// the dims a candidate adds up differ (a past of 3 and a sequence of 4 make a mask of 7, which
+/// `batch + seq` does not), and tract's run tells the candidates apart.
+pub const DISTINCT_SIZES: Sizes = (2, 3, 4);
 
 /// Runs the original (its plan in `found`) and the transformed model `b` on `opts.runs` seeded
 /// random input sets of one case and compares their outputs. `Ok((outputs compared, None))`
