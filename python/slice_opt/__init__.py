@@ -368,7 +368,7 @@ def _verify_backend(verify: Union[bool, str]) -> Optional[str]:
     if verify is True or verify == "onnxruntime":
         try:
             import numpy  # noqa: F401
-            import onnxruntime  # type: ignore[import-untyped,unused-ignore]  # noqa: F401
+            import onnxruntime  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
         except ImportError as e:
             raise UsageError(f"verify='onnxruntime' needs onnxruntime and numpy: {e}") from e
         return "onnxruntime"

@@ -124,7 +124,7 @@ def _fact(text: str) -> Fact:
 
 
 def _session(model: Union[bytes, str]):
-    import onnxruntime as ort  # type: ignore[import-untyped,unused-ignore]
+    import onnxruntime as ort  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3

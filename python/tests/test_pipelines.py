@@ -357,10 +357,17 @@ def mypy_or_skip():
     return api
 
 
-def test_stubs_match_the_package():
+def test_stubs_match_the_package(tmp_path):
     mypy_or_skip()
+    # slice_opt._verify is private and has no stub of its own (stubtest reads the .py): on
+    # Python 3.9 stubtest takes its `from typing import Sequence` for a definition that does not
+    # match the runtime object.
+    allow = tmp_path / "allowlist.txt"
+    allow.write_text("slice_opt\\._verify\\.(Sequence|Callable|Dict|List|Optional|Tuple|Union)\n")
     r = subprocess.run(
-        [sys.executable, "-m", "mypy.stubtest", "slice_opt"], capture_output=True, text=True
+        [sys.executable, "-m", "mypy.stubtest", "slice_opt", "--allowlist", str(allow), "--ignore-unused-allowlist"],
+        capture_output=True,
+        text=True,
     )
     assert r.returncode == 0, r.stdout + r.stderr
 
