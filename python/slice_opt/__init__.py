@@ -111,9 +111,12 @@ class _CheckRowKeys(TypedDict):
 
 class CheckRow(_CheckRowKeys, total=False):
     """One row of :func:`check` (``slice-opt check --format json``): ``detail`` says why for
-    anything but ``ok``; ``warning`` is there for a node whose result depends on the runtime."""
+    anything but ``ok``; ``wrong_at``, for a mismatch of a dim that depends on the inputs'
+    sizes, the smallest sizes found at which the declared dim is wrong (``{"seq": 2}``);
+    ``warning`` is there for a node whose result depends on the runtime."""
 
     detail: str
+    wrong_at: Dict[str, int]
     warning: str
 
 
@@ -392,7 +395,8 @@ def check(model: Model, *, assumptions: Assumptions = None) -> List[CheckRow]:
     """Declared versus inferred shape of every slice node: the rows of
     ``slice-opt check --format json`` (each a dict with ``node``, ``path``, ``op``,
     ``declared``, ``inferred``, ``input``, ``verdict`` — ``ok``, ``undeclared``, ``unknown``,
-    ``tighter``, ``mismatch`` or ``invalid`` — and ``detail`` / ``warning`` when there is one).
+    ``tighter``, ``mismatch`` or ``invalid`` — and ``detail``, ``wrong_at`` and ``warning``
+    when there is one).
 
     ``model`` is a path, ``bytes`` or a ``ModelProto``; ``assumptions`` as for
     :func:`optimize` (``--dim``/``--assume``). The rows are the same whatever the kind of

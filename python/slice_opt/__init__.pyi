@@ -119,6 +119,7 @@ class CheckRow(_CheckRowKeys, total=False):
     """One row of :func:`check` (``slice-opt check --format json``)."""
 
     detail: str
+    wrong_at: Dict[str, int]
     warning: str
 
 class SliceInfo(TypedDict):

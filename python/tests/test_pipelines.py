@@ -10,6 +10,7 @@ else target/debug/slice-opt).
 """
 
 import ast
+import glob
 import json
 import os
 import re
@@ -71,6 +72,26 @@ def test_check_and_info_take_a_path_bytes_or_a_model_proto(name):
         got = slice_opt.info(model)
         for k in ("format", "opsets", "nodes", "ops", "slices"):
             assert got[k] == want_info[k], (k, type(model))
+
+
+CHECK_FIXTURES = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "check", "*.onnx")))
+
+
+def test_check_rows_of_the_check_fixtures_equal_the_cli_json():
+    """tests/data/check: dynamo exports with declared dims wrong at some sizes (rows with
+    ``wrong_at``), and a model with a mismatch, a looser and an unknown row."""
+    assert CHECK_FIXTURES
+    wrong_at = 0
+    for path in CHECK_FIXTURES:
+        cli = subprocess.run([binary(), "check", path, "--format", "json"], capture_output=True, text=True)
+        assert cli.returncode in (0, 1), cli.stderr
+        want = json.loads(cli.stdout)["rows"]
+        data = open(path, "rb").read()
+        for model in (path, data, onnx.load(path)):
+            rows = slice_opt.check(model)
+            assert rows == want, (path, type(model))
+        wrong_at += sum("wrong_at" in r for r in want)
+    assert wrong_at > 0
 
 
 def test_optimize_returns_the_kind_it_was_given(tmp_path):
