@@ -1,7 +1,9 @@
-//! Issue 18: hostile and careless input. One test per attack of the issue, each built here in
-//! a temporary directory (nothing committed as a binary), asserting the exit code, the message,
-//! that every file that existed before is byte-identical afterwards and that no file was added
-//! (the whole temporary tree is compared, links and FIFOs included).
+//! Layer: robustness: the binary on hostile and careless input.
+//!
+//! Hostile and careless input. One test per attack of the issue, each built here in a temporary
+//! directory (nothing committed as a binary), asserting the exit code, the message, that every file
+//! that existed before is byte-identical afterwards and that no file was added (the whole temporary
+//! tree is compared, links and FIFOs included) (issue 18).
 
 mod common;
 

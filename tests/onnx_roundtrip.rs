@@ -1,4 +1,6 @@
-//! Issue 3: lossless ONNX round-trip, external data, subgraphs, corrupt input, zero-copy loading.
+//! Layer: formats (ONNX load and save).
+//!
+//! Lossless ONNX round-trip, external data, subgraphs, corrupt input, zero-copy loading (issue 3).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
