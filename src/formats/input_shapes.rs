@@ -446,10 +446,7 @@ pub fn apply(model: &mut Model, s: &ShapesIn) -> Result<Applied, ShapesInError> 
     // New shapes by input node.
     let mut shapes: Vec<(NodeIndex, Vec<DeclaredDim>)> = Vec::new();
     for spec in &s.inputs {
-        let Some(i) = inputs
-            .iter()
-            .find(|i| i.names.iter().any(|n| *n == spec.input))
-        else {
+        let Some(i) = inputs.iter().find(|i| i.names.contains(&spec.input)) else {
             let names: Vec<&str> = inputs
                 .iter()
                 .filter_map(|i| i.names.last().map(String::as_str))
