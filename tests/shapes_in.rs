@@ -121,7 +121,9 @@ fn names_symbol(d: &DeclaredDim, sym: &str) -> bool {
 fn fixed_sizes_give_the_runtime_output_shapes_onnx() {
     let tmp = tempfile::tempdir().expect("tmp");
     // (model, the symbols and the sizes the .io.npz inputs give them)
-    let cases: [(&str, &[(&str, usize, usize)]); 3] = [
+    // (symbol, input, axis): where the .io.npz inputs give the symbol its size.
+    type Syms<'a> = &'a [(&'a str, usize, usize)];
+    let cases: [(&str, Syms); 3] = [
         // x0: [batch, seq, 16]
         ("pos_embedding", &[("batch", 0, 0), ("seq", 0, 1)]),
         // q: [b, 2, q_len, 8], k: [b, 2, k_len, 8]
