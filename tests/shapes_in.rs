@@ -519,3 +519,33 @@ fn help_shows_both_options_with_an_example() {
         assert!(text.contains(want), "--help lacks {want}");
     }
 }
+
+/// The library's `run::Options` (what the Python package drives): the sizes reach the file, and
+/// a refusal writes nothing.
+#[test]
+fn run_options_carry_dims_and_input_shapes() {
+    use slice_opt::formats::input_shapes::InputShape;
+    use slice_opt::pipeline::PassKind;
+    use slice_opt::run::{optimize_file, Options};
+    let tmp = tempfile::tempdir().expect("tmp");
+    let passes = [PassKind::Infer, PassKind::Fold, PassKind::Cleanup];
+    let out = tmp.path().join("pe.onnx");
+    let dims = [("batch".to_string(), DimBound::exact(2))];
+    let shapes = [InputShape::parse("x=batch,10,16").expect("shape")];
+    let mut opts = Options::new(&passes);
+    opts.dims = &dims;
+    opts.input_shapes = &shapes;
+    optimize_file(&repo().join("models/pos_embedding.onnx"), &out, &opts).expect("runs");
+    // The .io.npz output of pos_embedding is [2, 10, 16].
+    let want = npz_shapes("pos_embedding", "y");
+    let written = Model::load(&out).expect("loads");
+    let got: Vec<_> = output_shapes(&written).iter().map(|s| known(s)).collect();
+    assert_eq!(got, want.into_iter().map(Some).collect::<Vec<_>>());
+    let bad = [InputShape::parse("x=1,10").expect("shape")];
+    opts.input_shapes = &bad;
+    let out2 = tmp.path().join("bad.onnx");
+    let e = optimize_file(&repo().join("models/pos_embedding.onnx"), &out2, &opts)
+        .expect_err("rank mismatch refused");
+    assert!(e.is_input_error(), "{e}");
+    assert!(!out2.exists());
+}
