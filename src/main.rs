@@ -26,6 +26,8 @@ Examples:
       every model of a directory, in parallel
   slice-opt check model.xml
       CI gate: declared vs inferred shape of every slice; exit 1 on a mismatch
+  slice-opt check models/ --format github --fail-on looser
+      every model under models/: GitHub annotations; also fail on looser declarations
   slice-opt info model.onnx
       opsets, op counts and every slice in Python notation
   slice-opt check gpt2.onnx --assume \"k_len >= q_len\" --dim q_len=1..4096
@@ -140,16 +142,52 @@ enum OutputFormat {
     Json,
 }
 
+/// What `check` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CheckFormat {
+    /// A table for people.
+    Table,
+    /// The report as JSON (an array of reports for a directory).
+    Json,
+    /// GitHub Actions workflow commands: one `::error` annotation per failing slice.
+    Github,
+    /// SARIF 2.1.0 (code scanning): one result per slice, rule ids per verdict.
+    Sarif,
+    /// JUnit XML: one test case per slice, a failure per failing slice.
+    Junit,
+}
+
+/// `check --fail-on`: the least severe verdict that fails the check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FailOnArg {
+    /// A declared shape that is wrong for some input size, or invalid slice parameters.
+    Mismatch,
+    /// Also a declaration looser than what is known (verdict `tighter`).
+    #[value(alias = "tighter")]
+    Looser,
+    /// Also a slice whose shape cannot be inferred (verdict `unknown`).
+    Unknown,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Infer every slice's shape and compare with what the model declares; exit 1 on a mismatch
-    /// or invalid parameters, 2 if the model cannot be read.
+    /// or invalid parameters (or what --fail-on adds), 2 if a model cannot be read.
     Check {
-        /// The model (.onnx, or .xml with its .bin).
-        model: PathBuf,
-        /// `table` for people, `json` for machines.
+        /// The model (.onnx, or .xml with its .bin), or a directory: every model under it
+        /// (recursively). Several paths (as a pre-commit hook passes them) are checked together,
+        /// with one exit code; there an `.xml` file that is not OpenVINO IR is skipped.
+        #[arg(required = true, value_name = "MODEL|DIR")]
+        model: Vec<PathBuf>,
+        /// `table` for people, `json` for machines, `github` (annotations), `sarif`, `junit` for
+        /// CI systems.
         #[arg(long, value_enum, default_value = "table")]
-        format: OutputFormat,
+        format: CheckFormat,
+        /// How strict: `mismatch` fails on wrong declarations and invalid slices (default);
+        /// `looser` also where the model declares less than is known (`tighter` rows);
+        /// `unknown` also where a slice's shape cannot be inferred.
+        #[arg(long, value_enum, default_value = "mismatch")]
+        fail_on: FailOnArg,
     },
     /// Summarize a model: format, opsets, op counts and every slice in Python notation.
     Info {
@@ -205,7 +243,18 @@ fn main() -> ExitCode {
         }
     }
     let result = match &cli.command {
-        Some(Command::Check { model, format }) => cli::check::run_check(model, *format),
+        Some(Command::Check {
+            model,
+            format,
+            fail_on,
+        }) => {
+            let fail_on = match fail_on {
+                FailOnArg::Mismatch => slice_opt::check::FailOn::Mismatch,
+                FailOnArg::Looser => slice_opt::check::FailOn::Looser,
+                FailOnArg::Unknown => slice_opt::check::FailOn::Unknown,
+            };
+            cli::check::run_check(model, *format, fail_on)
+        }
         Some(Command::Info { model, format }) => cli::info::run_info(model, *format),
         None => cli::transform::run_transform(&cli),
     };
