@@ -4,11 +4,13 @@ what constant shape plumbing does slice-opt leave that onnxsim (ONNX) / OpenVINO
 
 For each model of `tests/data/exports` (the manifests give its inputs and size assignments; the
 first assignment is used):
-  ONNX  ours: the model with its symbols fixed (by `--dim NAME=SIZE` when `slice-opt --help` lists
-        it, else here: graph inputs, value_info and outputs whose dim_param is a fixed name or an
+  ONNX  ours: the model with its symbols fixed (by `--dim NAME=SIZE`, and `--input-shape` for an
+        input with a dim like `past + seq`, when `slice-opt --help` lists them; else, or with
+        `--no-dim`, here: graph inputs, value_info and outputs whose dim_param is a fixed name or an
         expression over them get the number), then `slice-opt FIXED -o OUT` (default passes);
         theirs: `onnxsim MODEL OUT --overwrite-input-shape name:d0,d1 ...`.
-  IR    ours: the Parameters' shape attribute and port dims set here (or `--dim`), then slice-opt;
+  IR    ours: `--input-shape` for every Parameter (or, as above, the shape attribute and port
+        dims set here), then slice-opt;
         theirs: `core.read_model`, `model.reshape({name: shape})`, `ov.save_model(..., compress_to_fp16=False)`.
 Counts per op type what remains in each; lists the nodes of the shape-plumbing kinds (by output
 name) that theirs removed and ours kept, each marked int/float (element type) and `/const` when it
@@ -198,8 +200,16 @@ def onnx_model(args, fname, spec, tmp, dim_flag):
     fix_onnx(src, fixed, env, shapes)
     if dim_flag:
         cmd = [args.bin, src, "-o", ours, "-q"]
-        for k, v in env.items():
-            cmd += ["--dim", f"{k}={v}"]
+        m0 = onnx.load(src, load_external_data=False)
+        names = set()
+        for vi in m0.graph.input:
+            params = [d.dim_param for d in vi.type.tensor_type.shape.dim if d.dim_param]
+            if vi.name in shapes and any(not p.isidentifier() for p in params):
+                cmd += ["--input-shape", f"{vi.name}={','.join(map(str, shapes[vi.name]))}"]
+            else:
+                names |= {p for p in params if p in env}
+        for k in sorted(names):
+            cmd += ["--dim", f"{k}={env[k]}"]
     else:
         cmd = [args.bin, fixed, "-o", ours, "-q"]
     t_ours, err_ours = best_of(cmd, args.runs)
@@ -301,8 +311,8 @@ def ir_model(args, fname, spec, tmp, dim_flag):
     fix_ir(src, fixed, shapes)
     if dim_flag:
         cmd = [args.bin, src, "-o", ours, "-q"]
-        for k, v in env.items():
-            cmd += ["--dim", f"{k}={v}"]
+        for k, v in shapes.items():
+            cmd += ["--input-shape", f"{k}={','.join(map(str, v))}"]
     else:
         cmd = [args.bin, fixed, "-o", ours, "-q"]
     t_ours, err_ours = best_of(cmd, args.runs)
@@ -339,9 +349,10 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("-v", action="store_true")
+    ap.add_argument("--no-dim", action="store_true", help="fix the sizes here even if --dim exists")
     args = ap.parse_args()
     help_text = subprocess.run([args.bin, "--help"], capture_output=True, text=True).stdout
-    dim_flag = bool(re.search(r"--dim[^\n]*NAME=SIZE", help_text))
+    dim_flag = bool(re.search(r"--dim <NAME=SIZE", help_text)) and not args.no_dim
     manifest = {}
     for mf in sorted(glob.glob(os.path.join(args.dir, "manifest*.json"))):
         with open(mf) as f:
