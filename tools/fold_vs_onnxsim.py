@@ -5,7 +5,7 @@ what constant shape plumbing does slice-opt leave that onnxsim (ONNX) / OpenVINO
 For each model of `tests/data/exports` (the manifests give its inputs and size assignments; the
 first assignment is used):
   ONNX  ours: the model with its symbols fixed (by `--dim NAME=SIZE`, and `--input-shape` for an
-        input with a dim like `past + seq`, when `slice-opt --help` lists them; else, or with
+        input with a dim like `past + seq` or named otherwise than in the manifest, when `slice-opt --help` lists them; else, or with
         `--no-dim`, here: graph inputs, value_info and outputs whose dim_param is a fixed name or an
         expression over them get the number), then `slice-opt FIXED -o OUT` (default passes);
         theirs: `onnxsim MODEL OUT --overwrite-input-shape name:d0,d1 ...`.
@@ -204,7 +204,7 @@ def onnx_model(args, fname, spec, tmp, dim_flag):
         names = set()
         for vi in m0.graph.input:
             params = [d.dim_param for d in vi.type.tensor_type.shape.dim if d.dim_param]
-            if vi.name in shapes and any(not p.isidentifier() for p in params):
+            if vi.name in shapes and any(not p.isidentifier() or p not in env for p in params):
                 cmd += ["--input-shape", f"{vi.name}={','.join(map(str, shapes[vi.name]))}"]
             else:
                 names |= {p for p in params if p in env}
