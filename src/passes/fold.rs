@@ -158,9 +158,8 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
 }
 
 /// The value shape propagation knows for the one output of node `ix`, when every element is a
-/// known integer: a node of the fold table whose inputs are not all constants, or `Size`,
-/// whose value the dims give (a `Shape` of an input whose dims inference knows although the
-/// file does not declare them). The facts are propagated once, on first need, from the graph
+/// known integer: a node of the fold table whose inputs are not all constants or whose input
+/// dims the file does not declare (a `Shape` or `Size` of a value whose dims inference knows). The facts are propagated once, on first need, from the graph
 /// as loaded: folding keeps every value, so they stay true while the pass folds.
 fn known_value(
     model: &Model,
@@ -174,11 +173,7 @@ fn known_value(
         return None;
     }
     let format = model.format();
-    let in_table = registry::lookup(n, format).is_some()
-        || (format == Format::Onnx && n.op_type == "Size" && n.domain.is_empty());
-    if !in_table {
-        return None;
-    }
+    registry::lookup(n, format)?;
     if facts.is_none() {
         *facts = Some(crate::shape::propagate(model).ok()?);
     }
