@@ -361,7 +361,9 @@ fn bounded_dims_hold_at_the_ends_and_inside() {
             inputs: &[],
         },
         Bounded {
-            path: e("gpt2_past.ts13.onnx"),
+            // (gpt2_past.ts13 has no slice left since issue 43's fold: its nine are `Shape` →
+            // `Slice` of static dims feeding Reshape targets that fold whole.)
+            path: e("phi_past.ts16.onnx"),
             sym: "seq",
             lo: 1,
             hi: 1024,
