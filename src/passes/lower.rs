@@ -330,8 +330,11 @@ fn lower_node(
         ir: format == Format::OpenVino,
         opset,
     };
+    let roots: Vec<OutletId> = graph.inputs(ix).into_iter().skip(1).flatten().collect();
     let (last, parts) = emit(graph, format, &cx)?;
-    Ok(finish(graph, &cx, last, &parts, validated))
+    let what = finish(graph, &cx, last, &parts, validated);
+    crate::passes::raise::remove_orphans(graph, roots);
+    Ok(what)
 }
 
 /// What `lower_node` knows of a StridedSlice's input besides its plan.

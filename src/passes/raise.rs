@@ -137,7 +137,6 @@ fn follow_events(
                 .collect()
         }
         "Reshape" => {
-            let dims = known.clone()?;
             let target = const_ints(graph, f, 1)??;
             let zero_copies = match format {
                 Format::OpenVino => matches!(
@@ -148,8 +147,17 @@ fn follow_events(
                 ),
                 Format::Onnx => n.attr_int("allowzero").unwrap_or(0) == 0,
             };
-            let out = eval::reshape_target(&dims, &target, zero_copies).ok()?;
-            align(&dims, &out)?
+            match known.clone() {
+                Some(dims) => {
+                    let out = eval::reshape_target(&dims, &target, zero_copies).ok()?;
+                    align(&dims, &out)?
+                }
+                // What `lower` writes on dims not all known: zeros copying dims in place.
+                None if zero_copies && target.iter().all(|&t| t >= 0) => {
+                    raising::align_partial(out_dims, &target)?
+                }
+                None => return None,
+            }
         }
         _ => return None,
     };
@@ -202,7 +210,16 @@ fn raise_node(
         None => None,
     };
     let (ents, single, out_dims) = slice_entries(graph, ix, &sn, op, &dims, ir)?;
-    let (follow, evs, kept_note) = follow_up(graph, ix, &out_dims, &single, format);
+    let (follow, mut evs, kept_note) = follow_up(graph, ix, &out_dims, &single, format);
+    if follow.middle.is_none()
+        && follow
+            .last
+            .is_some_and(|f| graph.node(f).op_type == "Reshape")
+    {
+        evs = raising::shrink_then_new(&evs, &ents, &single);
+    }
+    let mut roots = inputs_from(graph, &[Some(ix)], 1);
+    roots.extend(inputs_from(graph, &[follow.last, follow.middle], 1));
     let params = match prov {
         None => None,
         Some(prov) => Some(run_time_params(graph, ix, &sn, prov, &ents, &dims, ir)?),
@@ -219,7 +236,12 @@ fn raise_node(
         slice: Some(ix),
         params,
     };
-    build_strided(graph, src, follow, evs, format, kept_note)
+    let what = build_strided(graph, src, follow.last, evs, format, kept_note)?;
+    if let Some(m) = follow.middle {
+        graph.remove_node_lazily(m);
+    }
+    remove_orphans(graph, roots);
+    Ok(what)
 }
 
 /// The StridedSlice entry of each axis of Slice `ix`, the element each selects when it selects
@@ -270,7 +292,13 @@ fn slice_entries(
                     return Err(format!("left as is: {why}"));
                 }
             }
-            let val = |b: Bound, src: Option<&Vec<Option<usize>>>| match b {
+            // The extreme `lower` writes for an edge (the same for every dim) is a mask again.
+            let edge = |v: i64, is_begin: bool| {
+                v == rewrite::bound_value(Bound::Edge, is_begin, s).unwrap_or(0)
+                    && (v == i64::MAX || v == i64::MIN)
+            };
+            let val = |b: Bound, is_begin: bool, src: Option<&Vec<Option<usize>>>| match b {
+                Bound::Index(v) if edge(v, is_begin) => Ok((0, true, None)),
                 Bound::Index(v) => Ok((v, false, None)),
                 Bound::Edge => Ok((0, true, None)),
                 Bound::Dynamic => match src.and_then(|s| s.get(k).copied().flatten()) {
@@ -278,8 +306,8 @@ fn slice_entries(
                     None => Err("internal: a non-constant bound without its source".to_string()),
                 },
             };
-            let (b, bm, bs) = val(begin, prov.map(|p| &p.begin))?;
-            let (e, em, es) = val(end, prov.map(|p| &p.end))?;
+            let (b, bm, bs) = val(begin, true, prov.map(|p| &p.begin))?;
+            let (e, em, es) = val(end, false, prov.map(|p| &p.end))?;
             ents.push(Ent {
                 begin: b,
                 end: e,
@@ -327,31 +355,136 @@ fn exact_ent(range: Option<(i64, i64, i64)>) -> Ent {
     }
 }
 
+/// The only consumer of `ix`'s output 0 when it reads it as its data and is a reshaping node.
+fn only_shaping_consumer(graph: &Graph, ix: NodeIndex, format: Format) -> Option<NodeIndex> {
+    let consumers = graph.consumers(OutletId { node: ix, port: 0 });
+    match consumers.as_slice() {
+        [(c, 0)] if is_shaping(graph, *c, format) => Some(*c),
+        _ => None,
+    }
+}
+
 /// An absorbable follow-up of Slice `ix`: its only consumer, a Reshape/Squeeze/Unsqueeze, with
-/// its events; else no follow-up, every axis kept, and a note when one was there but is kept.
+/// its events (and, when that one's only consumer is another reshaping node that is absorbable
+/// too, as `lower`'s Squeeze then Unsqueeze: that one last and the first in the middle); else
+/// no follow-up, every axis kept, and a note when one was there but is kept.
 fn follow_up(
     graph: &Graph,
     ix: NodeIndex,
     out_dims: &[Option<u64>],
     single: &[Option<i64>],
     format: Format,
-) -> (Option<NodeIndex>, Vec<Ev>, &'static str) {
+) -> (Follow, Vec<Ev>, &'static str) {
     let keep_all = (0..out_dims.len()).map(Ev::Keep).collect();
-    let consumers = graph.consumers(OutletId { node: ix, port: 0 });
-    let [(c, 0)] = consumers.as_slice() else {
-        return (None, keep_all, "");
+    let Some(c) = only_shaping_consumer(graph, ix, format) else {
+        return (Follow::default(), keep_all, "");
     };
-    if !is_shaping(graph, *c, format) {
-        return (None, keep_all, "");
-    }
-    match follow_events(graph, *c, out_dims, single, format) {
-        Some((e, _)) => (Some(*c), e, ""),
-        None => (
-            None,
+    let Some((e, _)) = follow_events(graph, c, out_dims, single, format) else {
+        return (
+            Follow::default(),
             keep_all,
             " (the reshaping node after it is kept: not only size-1 axes, or not known to be)",
+        );
+    };
+    let one = Follow {
+        last: Some(c),
+        middle: None,
+    };
+    let Some(c2) = only_shaping_consumer(graph, c, format) else {
+        return (one, e, "");
+    };
+    let dims2: Vec<Option<u64>> = (e.iter())
+        .filter_map(|ev| match *ev {
+            Ev::Keep(a) => Some(out_dims[a]),
+            Ev::New => Some(Some(1)),
+            Ev::Remove(_) => None,
+        })
+        .collect();
+    let single2: Vec<Option<i64>> = (e.iter())
+        .filter_map(|ev| match *ev {
+            Ev::Keep(a) => Some(single[a]),
+            Ev::New => Some(Some(0)),
+            Ev::Remove(_) => None,
+        })
+        .collect();
+    let both = follow_events(graph, c2, &dims2, &single2, format)
+        .and_then(|(e2, _)| raising::compose(&e, &e2));
+    match both {
+        Some(evs) => (
+            Follow {
+                last: Some(c2),
+                middle: Some(c),
+            },
+            evs,
+            "",
         ),
+        None => (one, e, ""),
     }
+}
+
+/// The reshaping nodes a raised StridedSlice absorbs: the last one (whose place it takes) and
+/// the one between the Slice and it.
+#[derive(Clone, Copy, Debug, Default)]
+struct Follow {
+    last: Option<NodeIndex>,
+    middle: Option<NodeIndex>,
+}
+
+/// Side-effect-free ops `lower` builds (and constants): [`remove_orphans`] removes them once
+/// nothing reads them.
+const PURE_OPS: &[&str] = &[
+    "Add",
+    "Concat",
+    "Convert",
+    "Cast",
+    "Equal",
+    "Gather",
+    "Less",
+    "Maximum",
+    "Minimum",
+    "Neg",
+    "Select",
+    "Where",
+    "Subtract",
+    "Sub",
+    "ShapeOf",
+    "Shape",
+    "Squeeze",
+    "Unsqueeze",
+    "Reshape",
+];
+
+/// Removes (lazily) the producers of `roots` that nothing reads any more, and theirs in turn:
+/// constants and side-effect-free ops only, never a graph input.
+pub(crate) fn remove_orphans(graph: &mut Graph, roots: Vec<OutletId>) {
+    let mut todo = roots;
+    while let Some(o) = todo.pop() {
+        let n = o.node;
+        if !graph.is_live(n) {
+            continue;
+        }
+        let node = graph.node(n);
+        let removable = match node.kind {
+            NodeKind::Const(_) => true,
+            NodeKind::Op => PURE_OPS.contains(&node.op_type.as_str()),
+            _ => false,
+        };
+        let outs = node.outputs.len().max(1);
+        if !removable
+            || (0..outs).any(|port| !graph.consumers(OutletId { node: n, port }).is_empty())
+        {
+            continue;
+        }
+        todo.extend(graph.inputs(n).into_iter().flatten());
+        graph.remove_node_lazily(n);
+    }
+}
+
+/// The inputs of `nodes` from port `from` on.
+fn inputs_from(graph: &Graph, nodes: &[Option<NodeIndex>], from: usize) -> Vec<OutletId> {
+    (nodes.iter().flatten())
+        .flat_map(|&n| graph.inputs(n).into_iter().skip(from).flatten())
+        .collect()
 }
 
 /// The Slice's starts and ends taken at run time, for the StridedSlice's begin and end.
@@ -453,7 +586,10 @@ fn raise_lone_shaping(
         slice: None,
         params: None,
     };
-    build_strided(graph, src, Some(ix), evs, format, "")
+    let roots = inputs_from(graph, &[Some(ix)], 1);
+    let what = build_strided(graph, src, Some(ix), evs, format, "")?;
+    remove_orphans(graph, roots);
+    Ok(what)
 }
 
 /// What a StridedSlice is raised from: the data, its per-axis entries, and (for translation
@@ -546,6 +682,8 @@ struct Strided<'a> {
     data: OutletId,
     spec: &'a StridedSliceSpec,
     evs: &'a [Ev],
+    /// Per StridedSlice entry, its event (`None`: an ellipsis).
+    cols: &'a [Option<usize>],
     ents: &'a [Ent],
     params: Option<&'a Params>,
     ir: bool,
@@ -566,7 +704,7 @@ fn emit_strided(
         .cloned()
         .ok_or("left as is: no output")?;
     let name = graph.node(last).name.clone();
-    let col = |f: &dyn Fn(usize) -> i64| -> Vec<i64> { (0..cx.evs.len()).map(f).collect() };
+    let col = |f: &dyn Fn(usize) -> i64| -> Vec<i64> { (0..cx.cols.len()).map(f).collect() };
     let begin = col(&|i| cx.spec.begin[i].unwrap_or(0));
     let end = col(&|i| cx.spec.end[i].unwrap_or(0));
     let stride = col(&|i| cx.spec.strides.as_ref().and_then(|s| s[i]).unwrap_or(1));
@@ -581,10 +719,10 @@ fn emit_strided(
     .map(|(n, m)| (n, m.iter().map(|&b| i64::from(b)).collect()))
     .collect();
     let src_of = |f: fn(&Ent) -> Option<usize>| -> Vec<Option<usize>> {
-        cx.evs
+        cx.cols
             .iter()
-            .map(|e| match e {
-                Ev::Keep(a) => f(&cx.ents[*a]),
+            .map(|c| match c.map(|k| cx.evs[k]) {
+                Some(Ev::Keep(a)) => f(&cx.ents[a]),
                 _ => None,
             })
             .collect()
@@ -657,8 +795,9 @@ fn build_strided(
     } = src;
 
     // The StridedSlice spec, one entry per event.
-    let spec = raising::spec(&evs, &ents, &single)?;
-    if !ir && evs.len() > 63 {
+    let cols = raising::columns(&evs, &ents);
+    let spec = raising::spec(&evs, &ents, &single, &cols)?;
+    if !ir && cols.len() > 63 {
         return Err("left as is: more than 63 entries do not fit TensorFlow mask bits".into());
     }
     let new_plan = semantics::strided_slice(&spec, flavour, rank)
@@ -678,6 +817,7 @@ fn build_strided(
         data,
         spec: &spec,
         evs: &evs,
+        cols: &cols,
         ents: &ents,
         params: params.as_ref(),
         ir,
