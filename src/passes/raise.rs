@@ -25,6 +25,8 @@ use crate::semantics::raising::{self, align, norm_axes, shape_after, Ent, Ev};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, Flavour, ResolvedAxis, StridedSliceSpec};
 use crate::shape::slice_node::{self, SliceOp};
 
+mod unlower;
+
 /// The ONNX custom domain of TensorFlow-style StridedSlice nodes.
 pub const TF_DOMAIN: &str = "org.tensorflow";
 
@@ -209,21 +211,23 @@ fn raise_node(
         }
         None => None,
     };
-    let (ents, single, out_dims) = slice_entries(graph, ix, &sn, op, &dims, ir)?;
-    let (follow, mut evs, kept_note) = follow_up(graph, ix, &out_dims, &single, format);
-    if follow.middle.is_none()
-        && follow
-            .last
-            .is_some_and(|f| graph.node(f).op_type == "Reshape")
-    {
-        evs = raising::shrink_then_new(&evs, &ents, &single);
-    }
+    let unlowered = (ir && !constant)
+        .then(|| raise_lowered(graph, ix, &sn, &dims, format))
+        .flatten();
+    let (ents, single, (follow, evs, kept_note), params) = match unlowered {
+        Some(u) => u,
+        None => {
+            let (ents, single, out_dims) = slice_entries(graph, ix, &sn, op, &dims, ir)?;
+            let f = follow_and_events(graph, ix, &out_dims, &single, &ents, format);
+            let params = match prov {
+                None => None,
+                Some(prov) => Some(run_time_params(graph, ix, &sn, prov, &ents, &dims, ir)?),
+            };
+            (ents, single, f, params)
+        }
+    };
     let mut roots = inputs_from(graph, &[Some(ix)], 1);
     roots.extend(inputs_from(graph, &[follow.last, follow.middle], 1));
-    let params = match prov {
-        None => None,
-        Some(prov) => Some(run_time_params(graph, ix, &sn, prov, &ents, &dims, ir)?),
-    };
     let src = Source {
         data: sn.data,
         rank,
@@ -242,6 +246,69 @@ fn raise_node(
     }
     remove_orphans(graph, roots);
     Ok(what)
+}
+
+/// What a Slice raises with: entries, single elements, follow-up and events, run-time params.
+type Raising = (
+    Vec<Ent>,
+    Vec<Option<i64>>,
+    (Follow, Vec<Ev>, &'static str),
+    Option<Params>,
+);
+
+/// Slice `ix` as `lower` built it from a StridedSlice with begin/end taken at run time
+/// ([`unlower::unlower`]), when the StridedSlice entries raised read that begin and end in
+/// place: its entries and the StridedSlice's own begin and end as the parameters.
+fn raise_lowered(
+    graph: &Graph,
+    ix: NodeIndex,
+    sn: &slice_node::SliceNode,
+    dims: &[Option<u64>],
+    format: Format,
+) -> Option<Raising> {
+    let u = unlower::unlower(graph, ix, sn.data, dims)?;
+    let rank = dims.len();
+    let declared = rewrite::known_dims(graph, OutletId { node: ix, port: 0 });
+    let out_dims: Vec<Option<u64>> = (0..rank)
+        .map(|a| {
+            let d = declared.as_ref().and_then(|d| d.get(a).copied().flatten());
+            d.or(u.single[a].map(|_| 1))
+        })
+        .collect();
+    let f = follow_and_events(graph, ix, &out_dims, &u.single, &u.ents, format);
+    let cols = raising::columns(&f.1, &u.ents);
+    if !raising::sources_in_place(&f.1, &u.ents, &cols, u.n) {
+        return None;
+    }
+    let params = Params {
+        start: u.begin,
+        stop: u.end,
+        n: u.n,
+        axes: vec![0; u.n],
+        dims: dims.to_vec(),
+        clamp_begin: false,
+    };
+    Some((u.ents, u.single, f, Some(params)))
+}
+
+/// The follow-up of Slice `ix` and its events; a Reshape that changes no dim is read as the
+/// shrink then new axis `lower` made it of ([`raising::shrink_then_new`]).
+fn follow_and_events(
+    graph: &Graph,
+    ix: NodeIndex,
+    out_dims: &[Option<u64>],
+    single: &[Option<i64>],
+    ents: &[Ent],
+    format: Format,
+) -> (Follow, Vec<Ev>, &'static str) {
+    let (follow, mut evs, note) = follow_up(graph, ix, out_dims, single, format);
+    let reshape = follow
+        .last
+        .is_some_and(|f| graph.node(f).op_type == "Reshape");
+    if follow.middle.is_none() && reshape {
+        evs = raising::shrink_then_new(&evs, ents, single);
+    }
+    (follow, evs, note)
 }
 
 /// The StridedSlice entry of each axis of Slice `ix`, the element each selects when it selects
@@ -626,6 +693,7 @@ struct Params {
 /// A StridedSlice begin or end: `consts`, except the elements with a source, taken from
 /// `input` (the Slice's starts or ends) at run time. Without constants and in order, `input`
 /// itself (as i64); else a `Gather` from `Concat(input, constants)`.
+#[allow(clippy::too_many_arguments)]
 fn assemble(
     b: &mut Builder,
     p: &Params,
@@ -634,8 +702,16 @@ fn assemble(
     what: &str,
     consts: &[i64],
     srcs: &[Option<usize>],
+    masked: &[bool],
 ) -> std::result::Result<OutletId, String> {
     let n = p.n as u64;
+    // Every element read in place, and the others masked: `input` itself (OpenVINO takes
+    // begin/end of any integer type).
+    let in_place = srcs.len() == p.n
+        && (srcs.iter().zip(masked).enumerate()).all(|(k, (s, &m))| s.map_or(m, |j| j == k));
+    if in_place && data.is_none() && b.format == Format::OpenVino {
+        return Ok(input);
+    }
     let mut x = b.as_i64(input, Some(n));
     if let Some(data) = data {
         // max(start, -dim), as Where(start < -dim, -dim, start).
@@ -727,22 +803,45 @@ fn emit_strided(
             })
             .collect()
     };
-    let (begin_src, end_src) = (src_of(|e| e.begin_src), src_of(|e| e.end_src));
+    let begin_src: Vec<Option<usize>> = (cx.cols.iter())
+        .map(|c| match c.map(|k| cx.evs[k]) {
+            Some(Ev::Keep(a) | Ev::Remove(a)) => cx.ents[a].begin_src,
+            _ => None,
+        })
+        .collect();
+    let end_src = src_of(|e| e.end_src);
+    let sp = cx.spec;
+    let n = cx.cols.len();
+    let free = |k: usize| sp.new_axis_mask[k] || sp.ellipsis_mask[k];
+    let begin_free: Vec<bool> = (0..n).map(|k| sp.begin_mask[k] || free(k)).collect();
+    let end_free: Vec<bool> = (0..n)
+        .map(|k| sp.end_mask[k] || sp.shrink_axis_mask[k] || free(k))
+        .collect();
     let mut b = Builder::new(graph, format, last);
     let bc = match cx.params {
         Some(p) if begin_src.iter().any(Option::is_some) => {
             let clamp_data = p.clamp_begin.then_some(cx.data);
             Some(assemble(
-                &mut b, p, p.start, clamp_data, "begin", &begin, &begin_src,
+                &mut b,
+                p,
+                p.start,
+                clamp_data,
+                "begin",
+                &begin,
+                &begin_src,
+                &begin_free,
             )?)
         }
         _ => None,
     };
     let bc = bc.unwrap_or_else(|| b.const_i64("begin", &begin));
+    // An end every entry ignores is still the one read in place (the graph as it was).
+    let all_free =
+        cx.ir && end_free.len() == cx.params.map_or(0, |p| p.n) && end_free.iter().all(|&f| f);
     let ec = match cx.params {
-        Some(p) if end_src.iter().any(Option::is_some) => {
-            Some(assemble(&mut b, p, p.stop, None, "end", &end, &end_src)?)
-        }
+        Some(p) if end_src.iter().any(Option::is_some) || all_free => Some(assemble(
+            &mut b, p, p.stop, None, "end", &end, &end_src, &end_free,
+        )?),
         _ => None,
     };
     let ec = ec.unwrap_or_else(|| b.const_i64("end", &end));

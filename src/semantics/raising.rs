@@ -165,6 +165,23 @@ pub fn shrink_then_new(evs: &[Ev], ents: &[Ent], single: &[Option<i64>]) -> Vec<
     out
 }
 
+/// Whether the StridedSlice entries `cols` (over `evs` and `ents`) can read a begin and an end
+/// of `n` elements in place: one entry per element, and each element an entry reads at run
+/// time its own.
+pub fn sources_in_place(evs: &[Ev], ents: &[Ent], cols: &[Option<usize>], n: usize) -> bool {
+    cols.len() == n
+        && cols
+            .iter()
+            .enumerate()
+            .all(|(c, col)| match col.map(|k| evs[k]) {
+                Some(Ev::Keep(a) | Ev::Remove(a)) => {
+                    let e = &ents[a];
+                    e.begin_src.is_none_or(|j| j == c) && e.end_src.is_none_or(|j| j == c)
+                }
+                _ => true,
+            })
+}
+
 /// Whether `e` selects its whole axis in order (both masks, stride 1, nothing at run time).
 fn whole(e: &Ent) -> bool {
     e.begin_mask && e.end_mask && e.stride == 1 && e.begin_src.is_none() && e.end_src.is_none()
