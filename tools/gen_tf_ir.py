@@ -166,7 +166,62 @@ def rnn(kind):
     return tf.keras.Model(inp, y)
 
 
+def idioms_more():
+    """More mask combinations: strides, reverse ranges, several new axes, shrink of -2, a
+    static batch with dynamic length."""
+
+    @tf.function(input_signature=[spec([3, None, 6], name="x")])
+    def f(x):
+        return (
+            x[:, ::2],
+            x[..., ::-1],
+            x[:, tf.newaxis, :, tf.newaxis, 2],
+            x[-2],
+            x[::-1, 1:, -1],
+            x[1:2, ..., -4:-1:2],
+            x[:, -1:-4:-1, ::3],
+            x[tf.newaxis, 1, ..., tf.newaxis],
+        )
+
+    return f
+
+
+def runtime_more():
+    """Run-time begin and end on several axes, with a stride, and a run-time shrink next to a
+    new axis."""
+
+    @tf.function(
+        input_signature=[spec([None, None, 6], name="x"), spec([], tf.int32, name="i"), spec([], tf.int32, name="j")]
+    )
+    def f(x, i, j):
+        return x[i:, :j], x[:, i, tf.newaxis, ::2], x[..., j], x[i : i + 1, -1]
+
+    return f
+
+
+def encoder():
+    """A BERT-style encoder layer (Keras MultiHeadAttention) and the CLS token `h[:, 0]`."""
+    tf.keras.utils.set_random_seed(2)
+    inp = tf.keras.Input(shape=(None, 16), name="x")
+    att = tf.keras.layers.MultiHeadAttention(num_heads=2, key_dim=8)(inp, inp)
+    h = tf.keras.layers.LayerNormalization()(inp + att)
+    h = h + tf.keras.layers.Dense(16)(tf.keras.layers.Dense(32, activation="gelu")(h))
+    cls = h[:, 0]
+    return tf.keras.Model(inp, [tf.keras.layers.Dense(3)(cls), h[:, 1:]])
+
+
+def bilstm():
+    tf.keras.utils.set_random_seed(3)
+    inp = tf.keras.Input(shape=(None, 5), name="x")
+    y = tf.keras.layers.Bidirectional(tf.keras.layers.LSTM(4, return_sequences=True))(inp)
+    return tf.keras.Model(inp, [y[:, -1, :4], y[:, 0, 4:]])
+
+
 FIXTURES = {
+    "idioms_more": (idioms_more, None),
+    "runtime_more": (runtime_more, None),
+    "encoder": (encoder, None),
+    "bilstm": (bilstm, None),
     "idioms": (idioms, None),
     "idioms_static": (idioms_static, None),
     "runtime_begin": (runtime_begin, None),

@@ -6,7 +6,8 @@ For every .xml under tests/data/tf_ir/ (tools/gen_tf_ir.py) three results are ma
   low   `slice-opt IN --passes lower` alone (outputs only)
 and for each: every StridedSlice of the original (bodies included, matched by layer name within its
 body) must come back as a StridedSlice with the same shrink_axis_mask and new_axis_mask bits
-(trailing zeros ignored), no StridedSlice may be added, the layer count (bodies included) must be
+(trailing zeros ignored; column `all masks` counts those whose five masks are all the same,
+for information), no StridedSlice may be added, the layer count (bodies included) must be
 at most the original's, and `low` must have no StridedSlice left where `lower` reported a change.
 Outputs of every result are compared with the original's in OpenVINO CPU (INFERENCE_PRECISION_HINT
 f32) on seeded random inputs, dynamic dims set to each of --sizes, integer scalars to each of
@@ -163,7 +164,10 @@ def main():
         return 2
     failures = 0
     tot = {"ss": 0, "ss_bad": 0, "layers": 0, "layers_sep": 0, "layers_one": 0}
-    hdr = f"{'fixture':<16} {'run':<4} {'SS':>4} {'SS back':>7} {'bits lost':>9} {'layers':>13} {'outputs':<8} notes"
+    hdr = (
+        f"{'fixture':<16} {'run':<4} {'SS':>4} {'SS back':>7} {'bits lost':>9} {'all masks':>9} "
+        f"{'layers':>13} {'outputs':<8} notes"
+    )
     print(hdr)
     print("-" * len(hdr))
     with tempfile.TemporaryDirectory() as tmp:
@@ -190,7 +194,7 @@ def main():
                 n1, ss1 = structure(path)
                 notes = []
                 ok = True
-                back = lost = 0
+                back = lost = same = 0
                 if kind != "low":
                     for name, b0 in ss0.items():
                         b1 = ss1.get(name)
@@ -202,6 +206,7 @@ def main():
                             lost += 1
                         else:
                             back += 1
+                            same += b1 == b0
                     extra = [n for n in ss1 if n not in ss0]
                     if extra:
                         notes.append(f"{len(extra)} StridedSlice added")
@@ -218,6 +223,7 @@ def main():
                 ss_col = f"{len(ss0) if kind != 'low' else len(ss1):>4}"
                 back_col = f"{back:>7}" if kind != "low" else f"{'-':>7}"
                 lost_col = f"{lost:>9}" if kind != "low" else f"{'-':>9}"
+                lost_col += f" {same:>9}" if kind != "low" else f" {'-':>9}"
                 print(
                     f"{stem:<16} {kind:<4} {ss_col} {back_col} {lost_col} {f'{n0} -> {n1}':>13} "
                     f"{'equal' if not diff else 'DIFFER':<8} {'ok' if ok else 'FAIL'} {'; '.join(notes)[:400]}"

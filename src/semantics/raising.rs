@@ -109,40 +109,41 @@ pub fn align_partial(input: &[Option<u64>], target: &[i64]) -> Option<Vec<Ev>> {
 }
 
 /// `evs` (of a first reshaping, over the Slice's axes) followed by `then` (a second one, over
-/// the axes the first leaves): one list of events over the Slice's axes. A removed axis stays
-/// before the axis that followed it. `None` when the second removes an axis the first added.
+/// the axes the first leaves): one list of events over the Slice's axes. An axis the first
+/// removes stays right after the axis before it (before any new axis the second adds there:
+/// Squeeze then Unsqueeze is `x[:, -1, tf.newaxis]`, Unsqueeze then Squeeze `x[tf.newaxis,
+/// 0]`). `None` when the second removes an axis the first added, or does not read every
+/// axis in order.
 pub fn compose(evs: &[Ev], then: &[Ev]) -> Option<Vec<Ev>> {
-    // The first's outputs, each with the removals just before it.
-    let mut outs: Vec<(Vec<Ev>, Ev)> = Vec::new();
-    let mut pending = Vec::new();
+    // The first's removals before its first output, and each output with those right after.
+    let mut lead = Vec::new();
+    let mut outs: Vec<(Ev, Vec<Ev>)> = Vec::new();
     for &e in evs {
-        match e {
-            Ev::Remove(_) => pending.push(e),
-            _ => outs.push((std::mem::take(&mut pending), e)),
+        match (e, outs.last_mut()) {
+            (Ev::Remove(_), None) => lead.push(e),
+            (Ev::Remove(_), Some(o)) => o.1.push(e),
+            _ => outs.push((e, Vec::new())),
         }
     }
-    let mut used = vec![false; outs.len()];
-    let mut out = Vec::new();
+    let mut next = 0;
+    let mut out = lead;
     for &e in then {
         match e {
             Ev::New => out.push(Ev::New),
             Ev::Keep(p) | Ev::Remove(p) => {
-                let (before, item) = outs.get(p)?;
-                used[p] = true;
-                out.extend(before.iter().copied());
+                (p == next).then_some(())?;
+                next += 1;
+                let (item, after) = outs.get(p)?;
                 match (e, *item) {
                     (Ev::Keep(_), it) => out.push(it),
                     (_, Ev::Keep(a)) => out.push(Ev::Remove(a)),
                     _ => return None,
                 }
+                out.extend(after.iter().copied());
             }
         }
     }
-    if used.iter().any(|u| !u) {
-        return None;
-    }
-    out.extend(pending);
-    Some(out)
+    (next == outs.len()).then_some(out)
 }
 
 /// A Reshape after a Slice that changes no dim (all of `evs` keep their axis) is what `lower`

@@ -11,6 +11,7 @@
 
 use crate::ir::{Graph, NodeKind, OutletId};
 use crate::semantics::raising::Ent;
+use crate::semantics::{AxisPlan, Bound, Clamp, ResolvedAxis};
 use petgraph::stable_graph::NodeIndex;
 
 /// Where a Slice start or stop comes from in `lower`'s pool.
@@ -185,6 +186,33 @@ fn is_edge(v: i64, is_begin: bool, step: i64) -> bool {
     }
 }
 
+/// Whether `u:v:s` selects on an axis of size `d` what `::s` does.
+fn same_as_masked(u: i64, v: i64, s: i64, d: u64) -> bool {
+    let range = |begin, end| {
+        let entry = AxisPlan::Range {
+            axis: 0,
+            begin,
+            end,
+            step: Some(s),
+            check: None,
+        };
+        crate::passes::rewrite::resolve_entry(entry, d, Clamp::Ov).ok()
+    };
+    let whole = range(Bound::Edge, Bound::Edge);
+    let this = range(Bound::Index(u), Bound::Index(v));
+    match (whole, this) {
+        (
+            Some(ResolvedAxis::Range {
+                start: a, len: n, ..
+            }),
+            Some(ResolvedAxis::Range {
+                start: b, len: m, ..
+            }),
+        ) => n == m && (a == b || n == 0),
+        _ => false,
+    }
+}
+
 /// Whether a kept index clamped by `by` is one of input axis `a` (of size `dims[a]` if known).
 fn clamps(by: Result<usize, i64>, a: usize, dims: &[Option<u64>]) -> bool {
     match by {
@@ -242,6 +270,14 @@ pub(super) fn unlower(
             {
                 ent.begin_src = Some(j);
                 single[a] = Some(0);
+            }
+            // A constant range on an axis of known size that selects what the whole axis
+            // with this stride does (`lower` resolves such ranges): masks again.
+            (Src::Const(u), Src::Const(v))
+                if dims[a].is_some_and(|d| same_as_masked(u, v, s, d)) =>
+            {
+                ent.begin_mask = true;
+                ent.end_mask = true;
             }
             (b, e) => {
                 match b {
