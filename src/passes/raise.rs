@@ -17,15 +17,20 @@ use petgraph::stable_graph::NodeIndex;
 
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
-use crate::ir::{Attr, Graph, NodeKind, OutletId};
-use crate::ops::eval;
+use crate::ir::{Attr, Graph, OutletId};
 use crate::passes::rewrite::{self, Builder};
 use crate::report::{Change, PassReport};
-use crate::semantics::raising::{self, align, norm_axes, shape_after, Ent, Ev};
+use crate::semantics::raising::{self, shape_after, Ent, Ev};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, Flavour, ResolvedAxis, StridedSliceSpec};
 use crate::shape::slice_node::{self, SliceOp};
 
+mod follow;
+mod orphans;
 mod unlower;
+
+use follow::{follow_and_events, follow_events, is_shaping, Follow};
+use orphans::inputs_from;
+pub(crate) use orphans::remove_orphans;
 
 /// The ONNX custom domain of TensorFlow-style StridedSlice nodes.
 pub const TF_DOMAIN: &str = "org.tensorflow";
@@ -75,107 +80,6 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn const_ints(graph: &Graph, node: NodeIndex, port: usize) -> Option<Option<Vec<i64>>> {
-    match graph.input(node, port) {
-        None => Some(None),
-        Some(o) => graph.constant_at(o)?.to_i64_vec().map(Some),
-    }
-}
-
-/// Events of a follow-up node, or `None` when it cannot be absorbed.
-fn follow_events(
-    graph: &Graph,
-    f: NodeIndex,
-    out_dims: &[Option<u64>],
-    single: &[Option<i64>],
-    format: Format,
-) -> Option<(Vec<Ev>, Vec<u64>)> {
-    let n = graph.node(f);
-    let rank = out_dims.len();
-    let known: Option<Vec<u64>> = out_dims.iter().copied().collect();
-    let evs: Vec<Ev> = match n.op_type.as_str() {
-        "Squeeze" => {
-            let axes = match const_ints(graph, f, 1)? {
-                Some(a) => Some(a),
-                None => n.attr_ints("axes").and_then(|r| r.ok()),
-            };
-            let removed: Vec<usize> = match axes {
-                Some(a) => norm_axes(&a, rank)?,
-                None if known.is_some() => (0..rank).filter(|&i| out_dims[i] == Some(1)).collect(),
-                None => return None,
-            };
-            if axes_unknown_all(&removed, out_dims) {
-                return None;
-            }
-            (0..rank)
-                .map(|i| {
-                    if removed.contains(&i) {
-                        Ev::Remove(i)
-                    } else {
-                        Ev::Keep(i)
-                    }
-                })
-                .collect()
-        }
-        "Unsqueeze" => {
-            let axes = match const_ints(graph, f, 1)? {
-                Some(a) => a,
-                None => n.attr_ints("axes").and_then(|r| r.ok())?,
-            };
-            let out_rank = rank + axes.len();
-            let new = norm_axes(&axes, out_rank)?;
-            let mut next = 0;
-            (0..out_rank)
-                .map(|p| {
-                    if new.contains(&p) {
-                        Ev::New
-                    } else {
-                        next += 1;
-                        Ev::Keep(next - 1)
-                    }
-                })
-                .collect()
-        }
-        "Reshape" => {
-            let target = const_ints(graph, f, 1)??;
-            let zero_copies = match format {
-                Format::OpenVino => matches!(
-                    n.attr_str("special_zero")
-                        .map(|s| s.trim().to_ascii_lowercase())
-                        .as_deref(),
-                    Some("true" | "1")
-                ),
-                Format::Onnx => n.attr_int("allowzero").unwrap_or(0) == 0,
-            };
-            match known.clone() {
-                Some(dims) => {
-                    let out = eval::reshape_target(&dims, &target, zero_copies).ok()?;
-                    align(&dims, &out)?
-                }
-                // What `lower` writes on dims not all known: zeros copying dims in place.
-                None if zero_copies && target.iter().all(|&t| t >= 0) => {
-                    raising::align_partial(out_dims, &target)?
-                }
-                None => return None,
-            }
-        }
-        _ => return None,
-    };
-    // Every removed axis must select exactly one known element.
-    if evs
-        .iter()
-        .any(|e| matches!(e, Ev::Remove(i) if single[*i].is_none()))
-    {
-        return None;
-    }
-    let shape = known.map(|k| shape_after(&k, &evs)).unwrap_or_default();
-    Some((evs, shape))
-}
-
-fn axes_unknown_all(removed: &[usize], out_dims: &[Option<u64>]) -> bool {
-    removed.iter().any(|&i| out_dims[i] != Some(1))
 }
 
 /// Raises Slice `ix` (with the reshaping after it when it can): decode, entries, follow-up,
@@ -291,26 +195,6 @@ fn raise_lowered(
     Some((u.ents, u.single, f, Some(params)))
 }
 
-/// The follow-up of Slice `ix` and its events; a Reshape that changes no dim is read as the
-/// shrink then new axis `lower` made it of ([`raising::shrink_then_new`]).
-fn follow_and_events(
-    graph: &Graph,
-    ix: NodeIndex,
-    out_dims: &[Option<u64>],
-    single: &[Option<i64>],
-    ents: &[Ent],
-    format: Format,
-) -> (Follow, Vec<Ev>, &'static str) {
-    let (follow, mut evs, note) = follow_up(graph, ix, out_dims, single, format);
-    let reshape = follow
-        .last
-        .is_some_and(|f| graph.node(f).op_type == "Reshape");
-    if follow.middle.is_none() && reshape {
-        evs = raising::shrink_then_new(&evs, ents, single);
-    }
-    (follow, evs, note)
-}
-
 /// The StridedSlice entry of each axis of Slice `ix`, the element each selects when it selects
 /// exactly one (`single`), and the Slice's output dims where known.
 #[allow(clippy::type_complexity)]
@@ -422,138 +306,6 @@ fn exact_ent(range: Option<(i64, i64, i64)>) -> Ent {
     }
 }
 
-/// The only consumer of `ix`'s output 0 when it reads it as its data and is a reshaping node.
-fn only_shaping_consumer(graph: &Graph, ix: NodeIndex, format: Format) -> Option<NodeIndex> {
-    let consumers = graph.consumers(OutletId { node: ix, port: 0 });
-    match consumers.as_slice() {
-        [(c, 0)] if is_shaping(graph, *c, format) => Some(*c),
-        _ => None,
-    }
-}
-
-/// An absorbable follow-up of Slice `ix`: its only consumer, a Reshape/Squeeze/Unsqueeze, with
-/// its events (and, when that one's only consumer is another reshaping node that is absorbable
-/// too, as `lower`'s Squeeze then Unsqueeze: that one last and the first in the middle); else
-/// no follow-up, every axis kept, and a note when one was there but is kept.
-fn follow_up(
-    graph: &Graph,
-    ix: NodeIndex,
-    out_dims: &[Option<u64>],
-    single: &[Option<i64>],
-    format: Format,
-) -> (Follow, Vec<Ev>, &'static str) {
-    let keep_all = (0..out_dims.len()).map(Ev::Keep).collect();
-    let Some(c) = only_shaping_consumer(graph, ix, format) else {
-        return (Follow::default(), keep_all, "");
-    };
-    let Some((e, _)) = follow_events(graph, c, out_dims, single, format) else {
-        return (
-            Follow::default(),
-            keep_all,
-            " (the reshaping node after it is kept: not only size-1 axes, or not known to be)",
-        );
-    };
-    let one = Follow {
-        last: Some(c),
-        middle: None,
-    };
-    let Some(c2) = only_shaping_consumer(graph, c, format) else {
-        return (one, e, "");
-    };
-    let dims2: Vec<Option<u64>> = (e.iter())
-        .filter_map(|ev| match *ev {
-            Ev::Keep(a) => Some(out_dims[a]),
-            Ev::New => Some(Some(1)),
-            Ev::Remove(_) => None,
-        })
-        .collect();
-    let single2: Vec<Option<i64>> = (e.iter())
-        .filter_map(|ev| match *ev {
-            Ev::Keep(a) => Some(single[a]),
-            Ev::New => Some(Some(0)),
-            Ev::Remove(_) => None,
-        })
-        .collect();
-    let both = follow_events(graph, c2, &dims2, &single2, format)
-        .and_then(|(e2, _)| raising::compose(&e, &e2));
-    match both {
-        Some(evs) => (
-            Follow {
-                last: Some(c2),
-                middle: Some(c),
-            },
-            evs,
-            "",
-        ),
-        None => (one, e, ""),
-    }
-}
-
-/// The reshaping nodes a raised StridedSlice absorbs: the last one (whose place it takes) and
-/// the one between the Slice and it.
-#[derive(Clone, Copy, Debug, Default)]
-struct Follow {
-    last: Option<NodeIndex>,
-    middle: Option<NodeIndex>,
-}
-
-/// Side-effect-free ops `lower` builds (and constants): [`remove_orphans`] removes them once
-/// nothing reads them.
-const PURE_OPS: &[&str] = &[
-    "Add",
-    "Concat",
-    "Convert",
-    "Cast",
-    "Equal",
-    "Gather",
-    "Less",
-    "Maximum",
-    "Minimum",
-    "Neg",
-    "Select",
-    "Where",
-    "Subtract",
-    "Sub",
-    "ShapeOf",
-    "Shape",
-    "Squeeze",
-    "Unsqueeze",
-    "Reshape",
-];
-
-/// Removes (lazily) the producers of `roots` that nothing reads any more, and theirs in turn:
-/// constants and side-effect-free ops only, never a graph input.
-pub(crate) fn remove_orphans(graph: &mut Graph, roots: Vec<OutletId>) {
-    let mut todo = roots;
-    while let Some(o) = todo.pop() {
-        let n = o.node;
-        if !graph.is_live(n) {
-            continue;
-        }
-        let node = graph.node(n);
-        let removable = match node.kind {
-            NodeKind::Const(_) => true,
-            NodeKind::Op => PURE_OPS.contains(&node.op_type.as_str()),
-            _ => false,
-        };
-        let outs = node.outputs.len().max(1);
-        if !removable
-            || (0..outs).any(|port| !graph.consumers(OutletId { node: n, port }).is_empty())
-        {
-            continue;
-        }
-        todo.extend(graph.inputs(n).into_iter().flatten());
-        graph.remove_node_lazily(n);
-    }
-}
-
-/// The inputs of `nodes` from port `from` on.
-fn inputs_from(graph: &Graph, nodes: &[Option<NodeIndex>], from: usize) -> Vec<OutletId> {
-    (nodes.iter().flatten())
-        .flat_map(|&n| graph.inputs(n).into_iter().skip(from).flatten())
-        .collect()
-}
-
 /// The Slice's starts and ends taken at run time, for the StridedSlice's begin and end.
 fn run_time_params(
     graph: &Graph,
@@ -587,19 +339,6 @@ fn run_time_params(
         dims: dims.to_vec(),
         clamp_begin,
     })
-}
-
-/// True when `ix` is a one-output `Reshape`/`Squeeze`/`Unsqueeze` of the standard domain.
-fn is_shaping(graph: &Graph, ix: NodeIndex, format: Format) -> bool {
-    let n = graph.node(ix);
-    let same_domain = match format {
-        Format::OpenVino => n.domain.starts_with("opset"),
-        Format::Onnx => n.domain.is_empty() || n.domain == "ai.onnx",
-    };
-    n.kind == NodeKind::Op
-        && same_domain
-        && n.outputs.len() == 1
-        && matches!(n.op_type.as_str(), "Reshape" | "Squeeze" | "Unsqueeze")
 }
 
 /// A reshaping node that `lower` made out of a StridedSlice that sliced nothing (only new and
