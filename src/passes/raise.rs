@@ -180,6 +180,11 @@ fn raise_lowered(
         })
         .collect();
     let f = follow_and_events(graph, ix, &out_dims, &u.single, &u.ents, format);
+    // A run-time shrink is said only as a shrink: its entry has no end.
+    let removed = |a: usize| f.1.contains(&Ev::Remove(a));
+    if (0..rank).any(|a| u.single[a].is_some() && !removed(a)) {
+        return None;
+    }
     let cols = raising::columns(&f.1, &u.ents);
     if !raising::sources_in_place(&f.1, &u.ents, &cols, u.n) {
         return None;

@@ -290,7 +290,11 @@ pub fn lowering(input: &LoweringInput) -> Result<Lowering, Skip> {
     low.sliced
         .sort_by_key(|a| (a.1 != a.2 || a.1.constant().is_none(), a.0));
     low.shaping = shaping(&low.out_dims, shrunk, new_axes, input.literal_zeros);
-    if matches!(low.shaping, Shaping::SqueezeUnsqueeze(..)) || !reads_back(&low, &evs) {
+    // On a static input the Reshape stays (one node; `raise` reads a Reshape that changes no
+    // dim as a shrink then a new axis); without a Slice, too (`raise` takes back one lone node).
+    let static_input = input.dims.iter().all(Option::is_some);
+    let ambiguous = !static_input && !low.sliced.is_empty() && !reads_back(&low, &evs);
+    if matches!(low.shaping, Shaping::SqueezeUnsqueeze(..)) || ambiguous {
         low.shaping = two_nodes(&evs);
     }
     Ok(low)

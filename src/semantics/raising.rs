@@ -189,19 +189,15 @@ fn whole(e: &Ent) -> bool {
 }
 
 /// The StridedSlice entries of `evs` as TensorFlow code writes them: per entry, the event it
-/// stands for, `None` for an ellipsis. Trailing whole-axis entries are left out (an axis no
-/// entry names is whole: `x[:, -1]`); when there are none, the longest run of at least two
-/// whole-axis entries becomes one ellipsis (`x[..., 0]`, not `x[:, :, 0]`; an ellipsis with
-/// trailing entries left out would cover those too). At least one entry is kept.
+/// stands for, `None` for an ellipsis: the longest run of at least two whole-axis entries
+/// becomes one ellipsis (`x[..., 0]`, not `x[:, :, 0]`). Trailing whole-axis entries stay
+/// (OpenVINO's CPU plugin 2026.4 misplaces a reverse range when a new axis is followed by
+/// fewer entries than input axes: conformance case ss-1-00001).
 pub fn columns(evs: &[Ev], ents: &[Ent]) -> Vec<Option<usize>> {
     let is_whole = |e: &Ev| matches!(e, Ev::Keep(a) if whole(&ents[*a]));
-    let mut n = evs.len();
-    while n > 1 && is_whole(&evs[n - 1]) {
-        n -= 1;
-    }
+    let n = evs.len();
     let (mut best, mut run) = ((0, 0), (0, 0));
-    let scan = if n == evs.len() { n } else { 0 };
-    for (k, e) in evs[..scan].iter().enumerate() {
+    for (k, e) in evs.iter().enumerate() {
         if is_whole(e) {
             if run.1 == 0 {
                 run.0 = k;
