@@ -185,11 +185,9 @@ fn raise_lowered(
     if (0..rank).any(|a| u.single[a].is_some() && !removed(a)) {
         return None;
     }
-    let cols = raising::columns(&f.1, &u.ents);
-    if !raising::sources_in_place(&f.1, &u.ents, &cols, u.n) {
-        return None;
-    }
+    let cols = raising::columns_in_place(&f.1, &u.ents, u.n)?;
     let params = Params {
+        cols: Some(cols),
         start: u.begin,
         stop: u.end,
         n: u.n,
@@ -337,6 +335,7 @@ fn run_time_params(
     // first element: such begins are raised to -dim first.
     let clamp_begin = !ir && ents.iter().any(|e| e.begin_src.is_some() && e.stride < 0);
     Ok(Params {
+        cols: None,
         start: input(sn.ports.begin)?,
         stop: input(sn.ports.end)?,
         n,
@@ -422,6 +421,9 @@ struct Source {
 
 /// A Slice's starts and ends taken at run time.
 struct Params {
+    /// The StridedSlice entries, when they read the parameters in place; `None`: one per event
+    /// (no ellipsis: OpenVINO's CPU plugin cannot run some with run-time bounds).
+    cols: Option<Vec<Option<usize>>>,
     start: OutletId,
     stop: OutletId,
     /// Their length.
@@ -638,7 +640,10 @@ fn build_strided(
     } = src;
 
     // The StridedSlice spec, one entry per event.
-    let cols = raising::columns(&evs, &ents);
+    let cols = match &params {
+        Some(p) => (p.cols.clone()).unwrap_or_else(|| (0..evs.len()).map(Some).collect()),
+        None => raising::columns(&evs, &ents),
+    };
     let spec = raising::spec(&evs, &ents, &single, &cols)?;
     if !ir && cols.len() > 63 {
         return Err("left as is: more than 63 entries do not fit TensorFlow mask bits".into());

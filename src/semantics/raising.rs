@@ -183,6 +183,21 @@ pub fn sources_in_place(evs: &[Ev], ents: &[Ent], cols: &[Option<usize>], n: usi
             })
 }
 
+/// StridedSlice entries over `evs` that read a begin and an end of `n` elements in place
+/// ([`sources_in_place`]): the first `n` events when the others keep whole axes (entries not
+/// written), else with an ellipsis ([`columns`]); `None` when neither does.
+pub fn columns_in_place(evs: &[Ev], ents: &[Ent], n: usize) -> Option<Vec<Option<usize>>> {
+    let is_whole = |e: &Ev| matches!(e, Ev::Keep(a) if whole(&ents[*a]));
+    if n > 0 && evs.len() >= n && evs[n..].iter().all(is_whole) {
+        let cols: Vec<Option<usize>> = (0..n).map(Some).collect();
+        if sources_in_place(evs, ents, &cols, n) {
+            return Some(cols);
+        }
+    }
+    let cols = columns(evs, ents);
+    sources_in_place(evs, ents, &cols, n).then_some(cols)
+}
+
 /// Whether `e` selects its whole axis in order (both masks, stride 1, nothing at run time).
 fn whole(e: &Ent) -> bool {
     e.begin_mask && e.end_mask && e.stride == 1 && e.begin_src.is_none() && e.end_src.is_none()
