@@ -12,7 +12,19 @@ pub(super) enum Style {
 
 pub(super) fn fmt_lin(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
     let mut first = true;
-    for (a, k) in &l.terms {
+    // Terms added first, then those subtracted (`total - seq`, not `-seq + total`); with none
+    // added, a positive constant leads (`64 - N`).
+    let lead_const = l.c > 0 && l.terms.iter().all(|(_, k)| *k < 0);
+    if lead_const {
+        write!(f, "{}", l.c)?;
+        first = false;
+    }
+    let ordered = l
+        .terms
+        .iter()
+        .filter(|(_, k)| *k > 0)
+        .chain(l.terms.iter().filter(|(_, k)| *k < 0));
+    for (a, k) in ordered {
         let (neg, mag) = (*k < 0, k.unsigned_abs());
         match (first, neg) {
             (true, true) => write!(f, "-")?,
@@ -35,6 +47,8 @@ pub(super) fn fmt_lin(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result
     }
     if first {
         write!(f, "{}", l.c)
+    } else if lead_const {
+        Ok(())
     } else if l.c > 0 {
         write!(f, " + {}", l.c)
     } else if l.c < 0 {
