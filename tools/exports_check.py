@@ -4,7 +4,13 @@ real size at several concrete input sizes, for slice-opt and for the tools a use
 The corpus is what `tools/gen_exports.py` wrote: tiny random-weight PyTorch models (TorchScript and
 dynamo exporters), TensorFlow models through tf2onnx, and their OpenVINO IR. `manifest.*.json` beside
 the files gives every model's inputs (dims over named sizes, e.g. `batch`, `seq`, `past`, `past+seq`)
-and 3+ size assignments consistent with the model (a mask is `past + seq` long).
+and 3+ size assignments consistent with the model (a mask is `past + seq` long). Beyond those, every
+size name is tried at 0 (judged where the whole model runs there) and just past every threshold of
+the model (the static dims of a sliced table, constant starts/ends, up to 4096: `wpe[:seq]` on 64 rows
+is tried at seq = 65), where a slice is observed on the part of the model that computes it (the
+model itself may fail further on: the position table's Add). A dim that holds only for sizes >= 1 or
+below such a threshold (`seq` for `wpe[:seq]`) is judged wrong there; extra sizes run in a child
+process (ONNX Runtime's LSTM aborts the process at seq = 0).
 
 For every top-level Slice / StridedSlice output dim:
   truth      the size ONNX Runtime (ONNX) / OpenVINO CPU, f32 (IR) gives it at each assignment: the
