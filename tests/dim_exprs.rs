@@ -637,7 +637,7 @@ fn gpt2_written(a: Assumptions) -> (Vec<Vec<Dim>>, Vec<proto::StringStringEntryP
             .map(|d| match &d.value {
                 Some(proto::tensor_shape_proto::dimension::Value::DimValue(v)) => Dim::known(*v),
                 Some(proto::tensor_shape_proto::dimension::Value::DimParam(p)) => {
-                    assert!(p.len() <= 92, "{name}: {} characters: {p}", p.len());
+                    assert!(p.len() <= 81, "{name}: {} characters: {p}", p.len());
                     Dim::parse(p, &sym).unwrap_or_else(|| panic!("{p} parses"))
                 }
                 None => panic!("{name}: an unknown dim written"),
@@ -656,11 +656,11 @@ fn gpt2_rows(k: i64, q: i64) -> i64 {
 }
 
 /// With no assumption the mask slice's dim is written (exact for every `k_len`, `q_len`, the
-/// wrap-around of a negative start included) in at most 92 characters: 370 before sums of
+/// wrap-around of a negative start included) in at most 81 characters: 370 before sums of
 /// two symbols stopped distributing into longer forms, 111 with the interim rule for symbolic
 /// starts, 176 with the exact resolver's first sign selector (`max(-34*k_len + 34*q_len, 0)`
-/// gates), 92 since each reading is simplified by its side and only the negative one is gated
-/// (`min(k_len - q_len + 32, 31*q_len - 31*k_len)`). The length is a guard against growth.
+/// gates), 81 since the start is written as the specification defines it, `k - q + 32*[k < q]`
+/// with the indicator `min(max(q_len - k_len, 0), 1)`. The length is a guard against growth.
 #[test]
 fn gpt2_mask_dims_are_written_exact_and_readable() {
     let _one = ASSUMING.lock().unwrap_or_else(|p| p.into_inner());
@@ -925,7 +925,7 @@ fn corpus_slices_are_exact_and_short() {
         Some(1),
         Clamp::Ov,
     );
-    short(&mask, 86);
+    short(&mask, 77);
     for kv in 0..140 {
         for qv in 0..140 {
             let b = at(&[("total", kv), ("seq", qv)]);

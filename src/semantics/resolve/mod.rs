@@ -279,6 +279,8 @@ fn clamp_dim(v: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
 ///   for `v >= 0`, `G <= c <= A`. `M = max(d - 1, lo) - c` (the largest `B`) keeps the
 ///   coefficient as small as the bounds allow (63 on GPT-2's 64-row mask). With a `lo`, the
 ///   clamp moves out: `max(A, min(v + d, G), lo)`.
+///
+/// [`range_dim_sym`] also writes the index as [`indicator_clamp`] does and keeps the shorter.
 fn norm_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
     let (vl, vh) = v.bounds();
     if vl.is_some_and(|l| l >= 0) {
@@ -359,6 +361,29 @@ fn norm_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
         }
         _ => a.max(&b.min(&g)),
     }
+}
+
+/// Two exact spellings of an index of unknown sign: the selector of [`norm_clamp`] (each
+/// reading, one of them gated by a steep arm), or the specification's own `v + d*[v < 0]` with
+/// the indicator `[v < 0] = min(max(-v, 0), 1)` ([`indicator_clamp`]). Which is shorter depends
+/// on the slice (T5's `x[-seq:]`: the selector; GPT-2's `bias[k - q : k]` on 64 rows: the
+/// indicator).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Spelling {
+    Selector,
+    Indicator,
+}
+
+/// `v` (negative: counted from the end) clamped to `[lo, hi]` (`None`: that side not clamped),
+/// written as the specification says it: `clamp(v + d*[v < 0])`, with `[v < 0] = min(max(-v,
+/// 0), 1)` (1 for every integer `v <= -1`, 0 for `v >= 0`). Exact for every value.
+fn indicator_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
+    let (vl, vh) = v.bounds();
+    if vl.is_some_and(|l| l >= 0) || vh.is_some_and(|h| h < 0) {
+        return norm_clamp(v, d, lo, hi);
+    }
+    let ind = v.neg().max(&Dim::known(0)).min(&Dim::known(1));
+    clamp_dim(&v.add(&d.mul(&ind)), lo, hi)
 }
 
 /// The selector of [`norm_clamp`] for clamps other than its own: `max(min(a, S1), min(b, S0))`
@@ -486,35 +511,62 @@ pub fn range_dim_sym(
     let zero = Dim::known(0);
     let neg1 = Dim::known(-1);
     let last = d.add_const(-1);
-    let r = if s > 0 {
-        // The start needs no clamp at `d`, nor the stop at 0: the length is 0 either way.
-        let pos = |b: &SymBound, edge: Dim, lo: Option<&Dim>, hi: Option<&Dim>| match b {
-            SymBound::Index(v) => norm_clamp(&sat(v), d, lo, hi),
-            _ => edge,
-        };
-        let start = pos(begin, zero.clone(), Some(&zero), None);
-        let stop = pos(end, d.clone(), None, Some(d));
-        ceil_div(stop.sub(&start).max(&zero), s)
-    } else {
-        let m = s.checked_neg().unwrap_or(i64::MAX); // |i64::MIN| > any dim: same result
-                                                     // Neither TensorFlow's start needs a clamp at -1 nor the stop one at `d - 1` (the
-                                                     // other is clamped there: the length is 0 either way); OpenVINO's start clamps at 0.
-        let start = match begin {
-            SymBound::Index(v) => match clamp {
-                Clamp::Tf => norm_clamp(&sat(v), d, None, Some(&last)),
-                // A start known not negative needs no clamp at 0 (which the last `min` undoes
-                // on an empty axis): `min(v, d - 1)`.
-                Clamp::Ov if v.bounds().0.is_some_and(|l| l >= 0) => sat(v).min(&last),
-                Clamp::Ov => norm_clamp(&sat(v), d, Some(&zero), Some(&last)).min(&last),
-            },
-            _ => last.clone(),
-        };
-        let stop = match end {
-            SymBound::Index(v) => norm_clamp(&sat(v), d, Some(&neg1), None),
-            _ => neg1,
-        };
-        ceil_div(start.sub(&stop).max(&zero), m)
+    // An index of unknown sign can be written two ways (see [`Spelling`]): both are built, and
+    // the shorter result is kept.
+    let mixed = std::cell::Cell::new(false);
+    let index = |v: &Dim, lo: Option<&Dim>, hi: Option<&Dim>, how: Spelling| {
+        let v = sat(v);
+        let (vl, vh) = v.bounds();
+        if !(vl.is_some_and(|l| l >= 0) || vh.is_some_and(|h| h < 0)) {
+            mixed.set(true);
+        }
+        match how {
+            Spelling::Selector => norm_clamp(&v, d, lo, hi),
+            Spelling::Indicator => indicator_clamp(&v, d, lo, hi),
+        }
     };
+    let build = |how: Spelling| {
+        if s > 0 {
+            // The start needs no clamp at `d`, nor the stop at 0: the length is 0 either way.
+            let start = match begin {
+                SymBound::Index(v) => index(v, Some(&zero), None, how),
+                _ => zero.clone(),
+            };
+            let stop = match end {
+                SymBound::Index(v) => index(v, None, Some(d), how),
+                _ => d.clone(),
+            };
+            ceil_div(stop.sub(&start).max(&zero), s)
+        } else {
+            // |i64::MIN| > any dim: the same result.
+            let m = s.checked_neg().unwrap_or(i64::MAX);
+            // Neither TensorFlow's start needs a clamp at -1 nor the stop one at `d - 1` (the
+            // other is clamped there: the length is 0 either way); OpenVINO's start clamps at 0.
+            let start = match begin {
+                SymBound::Index(v) => match clamp {
+                    Clamp::Tf => index(v, None, Some(&last), how),
+                    // A start known not negative needs no clamp at 0 (which the last `min`
+                    // undoes on an empty axis): `min(v, d - 1)`.
+                    Clamp::Ov if v.bounds().0.is_some_and(|l| l >= 0) => sat(v).min(&last),
+                    Clamp::Ov => index(v, Some(&zero), Some(&last), how).min(&last),
+                },
+                _ => last.clone(),
+            };
+            let stop = match end {
+                SymBound::Index(v) => index(v, Some(&neg1), None, how),
+                _ => neg1.clone(),
+            };
+            ceil_div(start.sub(&stop).max(&zero), m)
+        }
+    };
+    let mut r = build(Spelling::Selector);
+    if mixed.get() {
+        let other = build(Spelling::Indicator);
+        let len = |x: &Dim| x.to_onnx().map_or(usize::MAX, |t| t.len());
+        if len(&other) < len(&r) {
+            r = other;
+        }
+    }
     if r.is_unknown() {
         // Lost in the algebra (overflow, size): the bounds are still right.
         let (lo, hi) = r.bounds();
