@@ -958,7 +958,7 @@ fn floor_divisions_drop_the_arms_they_cannot_see() {
         assert_eq!(b.eval(&e), Some(py_div((v - 1).max(1), 2)), "N = {v}: {b}");
         assert_eq!(
             c.eval(&e),
-            Some(py_div(v.max(1).min(1_000_000_001), 2)),
+            Some(py_div(v.clamp(1, 1_000_000_001), 2)),
             "N = {v}: {c}"
         );
     }

@@ -349,7 +349,7 @@ fn norm_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
     }
     // A is at least `c` for v >= 0: 0 when `hi` is (or there is none), else -1.
     let c: i64 = match hi {
-        Some(h) if !h.bounds().0.is_some_and(|x| x >= 0) => -1,
+        Some(h) if h.bounds().0.is_none_or(|x| x < 0) => -1,
         _ => 0,
     };
     let m = (b_top - c).max(0);
