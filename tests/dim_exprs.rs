@@ -963,3 +963,21 @@ fn floor_divisions_drop_the_arms_they_cannot_see() {
         );
     }
 }
+
+/// Terms every argument of a `min`/`max` shares are written once, outside (`min(N - floor(N/2),
+/// 1000000000 - floor(N/2))`, tf2onnx's window of half a sequence, loses a repeated `floor`),
+/// and the text reads back as the same dim. Values: Python's semantics of the text as given.
+#[test]
+fn shared_terms_of_min_and_max_are_written_once() {
+    let _one = ASSUMING.lock().unwrap_or_else(|p| p.into_inner());
+    let given = "max(min(N - floor(N/2), 1000000000 - floor(N/2)), 0)";
+    let d = Dim::parse(given, &sym).expect("parses");
+    let text = d.to_onnx().expect("exact");
+    assert!(text.len() + 10 <= given.len(), "{text}");
+    let back = Dim::parse(&text, &sym).expect("reads back");
+    assert_eq!(back, d, "{text}");
+    for v in (0..50).chain([1_999_999_999, 2_000_000_000, 2_000_000_001, i32::MAX as i64]) {
+        let want = (v - py_div(v, 2)).min(1_000_000_000 - py_div(v, 2)).max(0);
+        assert_eq!(d.eval(&at(&[("N", v)])), Some(want), "N = {v}: {text}");
+    }
+}

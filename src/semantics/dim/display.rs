@@ -10,7 +10,46 @@ pub(super) enum Style {
     Onnx,
 }
 
+/// A `min`/`max` whose arguments share terms, written with them outside: `min(N - floor(N/2),
+/// 1000000000 - floor(N/2))` as `min(N, 1000000000) - floor(N/2)`. Only when the algebra builds
+/// that text back into the same expression (what a reader of the written dim gets), so that
+/// equal dims still print equally.
+fn factored(l: &Lin) -> Option<Lin> {
+    let Some(Atom::Ext(kind, args)) = l.single_atom() else {
+        return None;
+    };
+    let (head, rest) = args.split_first()?;
+    let common: Vec<(Atom, i128)> = head
+        .terms
+        .iter()
+        .filter(|t| rest.iter().all(|a| a.terms.contains(t)))
+        .cloned()
+        .collect();
+    if common.is_empty() {
+        return None;
+    }
+    let t = Lin {
+        terms: common,
+        c: 0,
+    };
+    let minus = t.scale(-1)?;
+    let reduced: Vec<Lin> = args
+        .iter()
+        .map(|a| a.add_raw(&minus))
+        .collect::<Option<_>>()?;
+    let ext = mk_ext(*kind, reduced)?;
+    if ext.add(&t)? != *l {
+        return None;
+    }
+    ext.add_raw(&t)
+}
+
 pub(super) fn fmt_lin(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
+    if let Some(short) = factored(l) {
+        if short.single_atom().is_none() {
+            return fmt_lin(&short, f, st);
+        }
+    }
     let mut first = true;
     // Terms added first, then those subtracted (`total - seq`, not `-seq + total`); with none
     // added, a positive constant leads (`64 - N`).
