@@ -1,8 +1,9 @@
-//! Issue 45: `check` in CI. The formats a CI reads (`--format github|sarif|junit`), their
-//! structure checked here on a model with a mismatch, a looser declaration (`tighter`), an
-//! unknown and an ok row; `check DIR` with one exit code; `--fail-on`; and declared dims
-//! (constants and expressions) of dynamo exports judged at the sizes the model admits, with the
-//! smallest wrong sizes.
+//! Layer: `check` (its CI output formats, directory mode, `--fail-on`), through the binary.
+//!
+//! The formats a CI reads (`--format github|sarif|junit`), their structure checked here on a model
+//! with a mismatch, a looser declaration (`tighter`), an unknown and an ok row; `check DIR` with
+//! one exit code; `--fail-on`; and declared dims (constants and expressions) of dynamo exports
+//! judged at the sizes the model admits, with the smallest wrong sizes (issue 45: `check` in CI).
 //!
 //! The fixtures are `tests/data/check/` (tools/gen_check_fixtures.py) and the dynamo exports of
 //! `tests/data/exports/`. Which row is which verdict follows from how each fixture was built
