@@ -185,17 +185,24 @@ pub fn sources_in_place(evs: &[Ev], ents: &[Ent], cols: &[Option<usize>], n: usi
 
 /// StridedSlice entries over `evs` that read a begin and an end of `n` elements in place
 /// ([`sources_in_place`]): the first `n` events when the others keep whole axes (entries not
-/// written), else with an ellipsis ([`columns`]); `None` when neither does.
+/// written), or with an ellipsis ([`columns`]); the ellipsis first when there is a new axis
+/// (OpenVINO's CPU plugin 2026.4 reads uninitialised memory for a new axis and a shrink with
+/// run-time bounds and no ellipsis: ss-1-00048; and fails to compile an ellipsis with a shrink
+/// of a run-time index and no new axis: ss-1-01896). `None` when neither reads in place.
 pub fn columns_in_place(evs: &[Ev], ents: &[Ent], n: usize) -> Option<Vec<Option<usize>>> {
     let is_whole = |e: &Ev| matches!(e, Ev::Keep(a) if whole(&ents[*a]));
-    if n > 0 && evs.len() >= n && evs[n..].iter().all(is_whole) {
-        let cols: Vec<Option<usize>> = (0..n).map(Some).collect();
-        if sources_in_place(evs, ents, &cols, n) {
-            return Some(cols);
-        }
-    }
-    let cols = columns(evs, ents);
-    sources_in_place(evs, ents, &cols, n).then_some(cols)
+    let truncated = (n > 0 && evs.len() >= n && evs[n..].iter().all(is_whole))
+        .then(|| (0..n).map(Some).collect::<Vec<_>>());
+    let ellipsis = Some(columns(evs, ents));
+    let order = if evs.contains(&Ev::New) {
+        [ellipsis, truncated]
+    } else {
+        [truncated, ellipsis]
+    };
+    order
+        .into_iter()
+        .flatten()
+        .find(|cols| sources_in_place(evs, ents, cols, n))
 }
 
 /// Whether `e` selects its whole axis in order (both masks, stride 1, nothing at run time).
