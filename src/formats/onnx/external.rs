@@ -32,6 +32,13 @@ pub(super) fn external_copies(
     if same {
         return Ok(Vec::new());
     }
+    // Every `location` entry first: the locations read are some of them, so a graph without
+    // any (most) is walked once, not twice.
+    let mut named: Vec<String> = Vec::new();
+    g.external_locations(&mut named, true);
+    if named.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut files: Vec<String> = Vec::new();
     g.external_locations(&mut files, false);
     files.sort();
@@ -57,8 +64,6 @@ pub(super) fn external_copies(
     // A tensor's other `location` entries (the last is the one read) are not read, but the
     // onnx checker wants each to name a regular file: those that do, inside the model's
     // directory, are copied too; the others are left out.
-    let mut named: Vec<String> = Vec::new();
-    g.external_locations(&mut named, true);
     named.sort();
     named.dedup();
     named.retain(|f| Some(f.as_str()) != skip && files.binary_search(f).is_err());
