@@ -112,10 +112,11 @@ fn infer_node_cached(
     facts: &mut shape::Facts,
     ix: petgraph::stable_graph::NodeIndex,
     declare: &mut Declare,
+    op: Option<slice_node::SliceOp>,
 ) -> Option<Inferred> {
     let graph = model.graph();
     // Only slice nodes have something to take (no lookup for the others).
-    slice_node::classify(graph, ix, model.format(), model.onnx_opset())?;
+    op?;
     let cached = facts.take_slice_dims(ix);
     match (cached, graph.input(ix, 0)) {
         (Some(Ok(out)), Some(data)) => Some(typed(model, facts, Ok((data, out)), declare)),
@@ -171,8 +172,11 @@ pub(crate) fn run_open(
     let mut facts =
         shape::propagate_ordered_with(model, &order, &|ix| seeds.get(&ix).cloned(), holders);
     let mut declare = Declare::new(model.format());
+    let opset = model.onnx_opset();
     for ix in order {
-        let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare) else {
+        // Classified once per node (the model's opset is read from its imports each time).
+        let op = slice_node::classify(model.graph(), ix, model.format(), opset);
+        let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare, op) else {
             note_facts(model, &facts, ix, &mut declare);
             continue;
         };
@@ -181,8 +185,8 @@ pub(crate) fn run_open(
         let names = || (node.name.clone(), node.op_type.clone());
         // Runtimes that disagree on the node's result (issue 42, pattern G): the dims written
         // hold for every reading; the report says so.
-        if let Some(w) = slice_node::classify(model.graph(), ix, model.format(), model.onnx_opset())
-            .and_then(|op| slice_node::runtime_split_warning(model.graph(), Some(&facts), ix, op))
+        if let Some(w) =
+            op.and_then(|op| slice_node::runtime_split_warning(model.graph(), Some(&facts), ix, op))
         {
             report.warnings.push(Change::note(
                 node.name.to_string(),
