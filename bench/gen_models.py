@@ -21,6 +21,8 @@ The 128-wide branch outputs are summed pairwise (a balanced Add tree, depth log2
 * wide_1k/10k/100k.onnx -- K slice *chains* (issue 19): Slice then Slice, on the graph input `x`
                     [8, 8] (even chains) or on a small 8x8 constant (odd chains: fold
                     evaluates them), joined by Add chains into 64 outputs. Node count ~3K.
+* wide_sym_100k.onnx -- the same 100,000 chains on `x: [n, 8]` (a symbolic first dim, issue 44):
+                    symbolic propagation against the static wide_100k.
 * weight_slice.onnx -- ~512 MB: 32 weights of 16 MB ([2048, 2048] float32) each sliced
                     `w[:, 0:128]` (what a fused-QKV split gives) feeding MatMuls, plus 2,000
                     small constant slice chains.
@@ -136,8 +138,12 @@ def build(n_slices, weights, seed=0):
     return model
 
 
-def build_wide(k, seed=0):
-    """K chains `Slice(Slice(src))`, src = x (even) or an 8x8 constant (odd); 64 Add chains."""
+def build_wide(k, seed=0, batch=8):
+    """K chains `Slice(Slice(src))`, src = x (even) or an 8x8 constant (odd); 64 Add chains.
+
+    `batch` is x's first dim: 8, or a dim_param name (`"n"`: the symbolic wide graph of issue 44,
+    the same nodes on `x: [n, 8]`).
+    """
     rng = np.random.default_rng(seed)
     nodes, inits = [], []
 
@@ -178,7 +184,7 @@ def build_wide(k, seed=0):
         nodes.append(helper.make_node("Identity", [lane], [f"y{j}"], name=f"y{j}"))
         outputs.append(helper.make_tensor_value_info(f"y{j}", TensorProto.FLOAT, [8, 4]))
     graph = helper.make_graph(
-        nodes, "slice_opt_wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])], outputs,
+        nodes, "slice_opt_wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 8])], outputs,
         initializer=inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="slice-opt-bench")
@@ -321,6 +327,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("BENCH_DIR", "/tmp/slice-opt-bench"))
     ap.add_argument("--force", action="store_true", help="regenerate even if the files exist")
     ap.add_argument("--no-check", action="store_true", help="skip onnx.checker/ORT/OpenVINO validation")
+    ap.add_argument("names", nargs="*", help="only these models (e.g. wide_100k nodes_100k); default: all")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     manifest_path = os.path.join(args.out, "manifest.json")
@@ -336,10 +343,16 @@ def main():
         ("wide_1k", 1000, "wide", False),
         ("wide_10k", 10000, "wide", False),
         ("wide_100k", 100000, "wide", False),
+        ("wide_sym_100k", 100000, "wide_sym", False),
         ("weight_slice", 32, "weight_slice", False),
         ("concat_100k", 100000, "concat", False),
     ]
+    unknown = set(args.names) - {spec[0] for spec in specs}
+    if unknown:
+        ap.error(f"unknown model(s): {', '.join(sorted(unknown))}")
     for name, n, weights, ir in specs:
+        if args.names and name not in args.names:
+            continue
         path = os.path.join(args.out, name + ".onnx")
         xml = os.path.join(args.out, name + ".xml")
         if not args.force and name in manifest and os.path.exists(path) and (not ir or os.path.exists(xml)):
@@ -348,6 +361,8 @@ def main():
         t = time.time()
         if weights == "wide":
             model = build_wide(n)
+        elif weights == "wide_sym":
+            model = build_wide(n, batch="n")
         elif weights == "weight_slice":
             model = build_weight_slice(n)
         elif weights == "concat":
@@ -366,7 +381,7 @@ def main():
         if not args.no_check:
             # ONNX Runtime session creation is superlinear in this fan-out (7 s at 10k): the
             # 100k model gets onnx.checker only.
-            if weights in ("wide", "weight_slice", "concat"):
+            if weights in ("wide", "wide_sym", "weight_slice", "concat"):
                 onnx.checker.check_model(path)
             else:
                 check_onnx(path, weights, run=n <= 10000)

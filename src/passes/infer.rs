@@ -58,6 +58,10 @@ pub fn infer_node_with(
 struct Declare {
     symbolic: bool,
     memo: crate::ir::FastMap<semantics::Dim, crate::ir::DeclaredDim>,
+    /// The last dim declared: consecutive slices mostly carry the same symbolic dim (`n` on
+    /// every chain of a graph on `x: [n, 8]`), shared, so comparing it is a pointer compare
+    /// where hashing it walks the expression (26M instructions on wide_sym_100k).
+    last: Option<(semantics::Dim, crate::ir::DeclaredDim)>,
 }
 
 impl Declare {
@@ -65,6 +69,7 @@ impl Declare {
         Declare {
             symbolic: format == Format::Onnx,
             memo: Default::default(),
+            last: None,
         }
     }
 
@@ -72,11 +77,18 @@ impl Declare {
         if let Some(v) = d.as_known().and_then(|v| u64::try_from(v).ok()) {
             return crate::ir::DeclaredDim::Known(v);
         }
-        if let Some(known) = self.memo.get(d) {
-            return known.clone();
+        if let Some((_, declared)) = self.last.as_ref().filter(|(l, _)| l == d) {
+            return declared.clone();
         }
-        let declared = slice_node::from_dim(d, self.symbolic);
-        self.memo.insert(d.clone(), declared.clone());
+        let declared = match self.memo.get(d) {
+            Some(known) => known.clone(),
+            None => {
+                let declared = slice_node::from_dim(d, self.symbolic);
+                self.memo.insert(d.clone(), declared.clone());
+                declared
+            }
+        };
+        self.last = Some((d.clone(), declared.clone()));
         declared
     }
 
