@@ -21,6 +21,12 @@ use crate::semantics::{AxisPlan, Bound, Dim, SlicePlan};
 use crate::shape;
 use crate::shape::slice_node::{self, DecodeError};
 
+mod admit;
+mod compare;
+pub mod formats;
+
+use compare::{compare, incompatible, DimCmp};
+
 /// The verdict on one slice node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -55,6 +61,10 @@ pub struct CheckRow {
     /// Why, for anything but `ok`.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub detail: String,
+    /// For a `mismatch` of a dim that depends on the inputs' sizes: the smallest sizes found at
+    /// which the declared dim is wrong (`{"seq": 2}`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wrong_at: Option<BTreeMap<String, i64>>,
     /// A warning on a node whose result depends on the runtime (OpenVINO StridedSlice-1 with a
     /// shrink + begin_mask entry: see `passes::rewrite::ov_shrink_begin_mask_warning`; an ONNX
     /// Slice the runtimes read differently: `passes::slice_node::runtime_split_warning`).
@@ -78,115 +88,54 @@ pub struct CheckReport {
 impl CheckReport {
     /// False when any node is `mismatch` or `invalid`.
     pub fn passed(&self) -> bool {
-        self.rows
-            .iter()
-            .all(|r| !matches!(r.verdict, Verdict::Mismatch | Verdict::Invalid))
+        self.passes(FailOn::Mismatch)
+    }
+    /// False when any node's verdict fails at the strictness `fail_on`.
+    pub fn passes(&self, fail_on: FailOn) -> bool {
+        self.rows.iter().all(|r| !r.verdict.fails(fail_on))
+    }
+}
+
+/// How strict a check is: the least severe verdict that fails it. Each level fails on what
+/// the ones before it fail on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FailOn {
+    /// `mismatch` and `invalid` (the default).
+    #[default]
+    Mismatch,
+    /// Also `tighter`: the model declares less than is known (a `?`, a fresh name or a wider
+    /// interval where the dim is known).
+    Looser,
+    /// Also `unknown`: a slice whose shape cannot be inferred.
+    Unknown,
+}
+
+impl Verdict {
+    /// The verdict's name (`mismatch`), as JSON writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Undeclared => "undeclared",
+            Verdict::Unknown => "unknown",
+            Verdict::Tighter => "tighter",
+            Verdict::Mismatch => "mismatch",
+            Verdict::Invalid => "invalid",
+        }
+    }
+    /// True when this verdict fails a check at the strictness `fail_on`.
+    pub fn fails(self, fail_on: FailOn) -> bool {
+        match self {
+            Verdict::Mismatch | Verdict::Invalid => true,
+            Verdict::Tighter => fail_on >= FailOn::Looser,
+            Verdict::Unknown => fail_on >= FailOn::Unknown,
+            Verdict::Ok | Verdict::Undeclared => false,
+        }
     }
 }
 
 fn show_declared(s: &Option<Vec<DeclaredDim>>) -> String {
     crate::ir::show_shape(s.as_deref())
-}
-
-/// How an inferred dim relates to the declared one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum DimCmp {
-    /// The same (equal for every value of the symbols), or consistent where we know less.
-    Same,
-    /// Consistent, and we know more.
-    Tighter,
-    /// They cannot both be right.
-    Mismatch,
-}
-
-/// A few values to try for the symbols of a comparison (a difference at any of them proves a
-/// mismatch, since the inferred dim is exact).
-fn probe_bindings(
-    syms: &[crate::semantics::Symbol],
-) -> Vec<std::collections::HashMap<String, i64>> {
-    let mut out = Vec::new();
-    for k in 0..24i64 {
-        let mut b = std::collections::HashMap::new();
-        for (i, s) in syms.iter().enumerate() {
-            let (lo, hi) = s.bounds();
-            let v = lo.saturating_add((k * (2 * i as i64 + 3) + i as i64) % 67);
-            b.insert(s.name().to_string(), hi.map_or(v, |h| v.min(h)));
-        }
-        out.push(b);
-    }
-    out
-}
-
-/// Compares a declared dim with the inferred one. `free` are the symbol names of the graph
-/// inputs: a declared name that is not one of them (tf2onnx's `unk__N`) is an unnamed unknown;
-/// a declared expression over them (`min(N, 4)`) is compared as an expression.
-fn compare(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<String>) -> DimCmp {
-    let (ilo, ihi) = inferred.bounds();
-    let overlaps = |lo: u64, hi: Option<u64>| {
-        ihi.is_none_or(|h| h >= lo as i64) && hi.is_none_or(|h| ilo.is_none_or(|l| l <= h as i64))
-    };
-    let knows_something = !inferred.is_unknown() || ilo.unwrap_or(0) > 0 || ihi.is_some();
-    match declared {
-        DeclaredDim::Unknown if knows_something => DimCmp::Tighter,
-        DeclaredDim::Unknown => DimCmp::Same,
-        DeclaredDim::Param(p) => {
-            let d = slice_node::to_dim(declared);
-            let syms = d.symbols();
-            if syms.is_empty() || syms.iter().any(|s| !free.contains(s.name())) {
-                // A fresh name: any size is possible.
-                let _ = p;
-                return if knows_something {
-                    DimCmp::Tighter
-                } else {
-                    DimCmp::Same
-                };
-            }
-            if inferred.is_unknown() {
-                let (dlo, dhi) = d.bounds();
-                let ok = overlaps(dlo.unwrap_or(0).max(0) as u64, dhi.map(|h| h.max(0) as u64));
-                return if ok { DimCmp::Same } else { DimCmp::Mismatch };
-            }
-            if d.provably_equal(inferred) {
-                return DimCmp::Same;
-            }
-            let mut all = d.symbols();
-            all.extend(inferred.symbols());
-            all.sort();
-            all.dedup();
-            let differs = probe_bindings(&all)
-                .iter()
-                .any(|b| matches!((d.eval(b), inferred.eval(b)), (Some(x), Some(y)) if x != y));
-            if differs {
-                DimCmp::Mismatch
-            } else {
-                DimCmp::Same
-            }
-        }
-        DeclaredDim::Known(v) => match inferred.as_known() {
-            Some(k) if k >= 0 && k as u64 == *v => DimCmp::Same,
-            Some(_) => DimCmp::Mismatch,
-            None if overlaps(*v, Some(*v)) => DimCmp::Same,
-            None => DimCmp::Mismatch,
-        },
-        DeclaredDim::Interval(lo, hi) => {
-            if !overlaps(*lo, *hi) {
-                return DimCmp::Mismatch;
-            }
-            let (ilo, ihi) = (ilo.unwrap_or(0).max(0) as u64, ihi.map(|h| h.max(0) as u64));
-            let inside = ilo >= *lo && hi.is_none_or(|h| ihi.is_some_and(|ih| ih <= h));
-            let same = ilo == *lo && ihi == *hi;
-            if inside && !same {
-                DimCmp::Tighter
-            } else {
-                DimCmp::Same
-            }
-        }
-    }
-}
-
-/// Whether a declared dim can be the inferred one.
-fn compatible(declared: &DeclaredDim, inferred: &Dim, free: &HashSet<String>) -> bool {
-    compare(declared, inferred, free) != DimCmp::Mismatch
 }
 
 /// Symbol names that graph inputs declare (the symbols of their declared dims).
@@ -249,6 +198,7 @@ fn check_now(model: &Model) -> CheckReport {
                 input: "?".into(),
                 verdict: Verdict::Invalid,
                 detail: format!("the body cannot be read: {e}"),
+                wrong_at: None,
                 warning: String::new(),
             });
         }
@@ -275,10 +225,12 @@ fn scope_rows(
 ) {
     let graph: &crate::ir::Graph = &scope.graph;
     let facts = &scope.facts;
+    let mut admits: Option<Vec<Dim>> = None;
     for ix in graph.topo_order().unwrap_or_default() {
         let Some(op) = slice_node::classify(graph, ix, format, opset) else {
             continue;
         };
+        let admits = admits.get_or_insert_with(|| admit::conditions(graph, facts, format));
         let result = shape::slice::slice_dims(graph, facts, ix, op);
         let node = graph.node(ix);
         let declared = node.outputs.first().and_then(|v| v.ty.shape.clone());
@@ -301,6 +253,7 @@ fn scope_rows(
             inferred: "-".into(),
             verdict: Verdict::Invalid,
             detail: String::new(),
+            wrong_at: None,
             warning: warning.unwrap_or_default(),
         };
         match result {
@@ -314,6 +267,7 @@ fn scope_rows(
             Ok((_, dims)) => {
                 row.inferred = crate::ir::show_shape(Some(&dims));
                 let mut detail = String::new();
+                let mut wrong_at = None;
                 let verdict = match &declared {
                     None => Verdict::Undeclared,
                     Some(d) if d.len() != dims.len() => {
@@ -324,29 +278,28 @@ fn scope_rows(
                         let cmps: Vec<DimCmp> = d
                             .iter()
                             .zip(&dims)
-                            .map(|(a, b)| compare(a, b, free))
+                            .map(|(a, b)| compare(a, b, free, admits))
                             .collect();
-                        match cmps.iter().max() {
-                            Some(DimCmp::Mismatch) => {
-                                let i = cmps.iter().position(|c| *c == DimCmp::Mismatch);
-                                let i = i.unwrap_or(0);
-                                detail =
-                                    format!("dim {i}: declared {}, inferred {}", d[i], dims[i]);
-                                Verdict::Mismatch
+                        if let Some(i) = cmps.iter().position(DimCmp::is_mismatch) {
+                            detail = format!("dim {i}: declared {}, inferred {}", d[i], dims[i]);
+                            if let DimCmp::Mismatch(Some(w)) = &cmps[i] {
+                                detail = format!("{detail}: {}", w.describe());
+                                wrong_at = Some(w.sizes.clone());
                             }
-                            Some(DimCmp::Tighter) => {
-                                detail = cmps
-                                    .iter()
-                                    .enumerate()
-                                    .filter(|(_, c)| **c == DimCmp::Tighter)
-                                    .map(|(i, _)| {
-                                        format!("dim {i}: declared {}, inferred {}", d[i], dims[i])
-                                    })
-                                    .collect::<Vec<_>>()
-                                    .join("; ");
-                                Verdict::Tighter
-                            }
-                            _ => Verdict::Ok,
+                            Verdict::Mismatch
+                        } else if cmps.contains(&DimCmp::Tighter) {
+                            detail = cmps
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, c)| **c == DimCmp::Tighter)
+                                .map(|(i, _)| {
+                                    format!("dim {i}: declared {}, inferred {}", d[i], dims[i])
+                                })
+                                .collect::<Vec<_>>()
+                                .join("; ");
+                            Verdict::Tighter
+                        } else {
+                            Verdict::Ok
                         }
                     }
                 };
@@ -358,18 +311,20 @@ fn scope_rows(
                             Verdict::Ok | Verdict::Undeclared | Verdict::Tighter
                         ) =>
                     {
-                        consumer_mismatch(model, ix, &dims, free)
+                        consumer_mismatch(model, ix, &dims, free, admits)
                     }
                     _ => None,
                 };
                 match consumer_problem {
-                    Some(p) => {
+                    Some((p, w)) => {
                         row.verdict = Verdict::Mismatch;
                         row.detail = p;
+                        row.wrong_at = w;
                     }
                     None => {
                         row.verdict = verdict;
                         row.detail = detail;
+                        row.wrong_at = wrong_at;
                     }
                 }
             }
@@ -390,12 +345,15 @@ fn data_input_shape(
     crate::ir::show_shape(shape)
 }
 
+/// An IR consumer whose input port declares a shape the slice's output cannot have: what it
+/// declares, and the sizes that show it (when a dim over the inputs' sizes is wrong).
 fn consumer_mismatch(
     model: &Model,
     ix: petgraph::stable_graph::NodeIndex,
     dims: &[Dim],
     free: &HashSet<String>,
-) -> Option<String> {
+    admits: &[Dim],
+) -> Option<(String, Option<BTreeMap<String, i64>>)> {
     let Model::OpenVino(ov) = model else {
         return None;
     };
@@ -406,17 +364,24 @@ fn consumer_mismatch(
         let Some(declared) = ov.input_port_shape(consumer, port) else {
             continue;
         };
-        let bad = declared.len() != dims.len()
-            || declared
+        let bad = if declared.len() != dims.len() {
+            Some(None)
+        } else {
+            declared
                 .iter()
                 .zip(dims)
-                .any(|(a, b)| !compatible(a, b, free));
-        if bad {
-            return Some(format!(
+                .find_map(|(a, b)| incompatible(a, b, free, admits))
+        };
+        if let Some(w) = bad {
+            let mut text = format!(
                 "consumer {} input {port} declares {}",
                 model.graph().node(consumer).describe(),
                 show_declared(&Some(declared))
-            ));
+            );
+            if let Some(w) = &w {
+                text = format!("{text}: {}", w.describe());
+            }
+            return Some((text, w.map(|w| w.sizes)));
         }
     }
     None

@@ -1,8 +1,9 @@
-//! The layer rules of `ARCHITECTURE.md`, checked on the source: reads every `src/**/*.rs`,
-//! collects what each file imports from the crate (`crate::…` and `super::…` paths, in `use`
-//! statements and inline) and fails on any import that breaks a rule. Plain std, no parser:
-//! comments and string literals are blanked before paths are read, so a path in a doc comment
-//! is not an import.
+//! Layer: the source tree (imports between the modules of `src/`).
+//!
+//! The layer rules of `ARCHITECTURE.md`, checked on the source: reads every `src/**/*.rs`, collects
+//! what each file imports from the crate (`crate::…` and `super::…` paths, in `use` statements and
+//! inline) and fails on any import that breaks a rule. Plain std, no parser: comments and string
+//! literals are blanked before paths are read, so a path in a doc comment is not an import.
 //!
 //! The rules:
 //! - **layers**: every top-level module has a floor ([`FLOORS`]); a file imports only from its
@@ -14,7 +15,11 @@
 //! - **formats apart**: `formats/onnx` and `formats/openvino` never import each other;
 //! - **slice op types**: the op-type strings `"StridedSlice"` and `"Slice"` appear only in
 //!   `shape/slice_node.rs` (in-file `#[cfg(test)]` modules and `tests.rs` test modules, which
-//!   build fixtures, excepted).
+//!   build fixtures, excepted);
+//! - **fold rows**: the table of ops `fold` evaluates is written only in the family files of
+//!   `ops/eval/` (each declares its rows, `row("Op", …)` / `OpEntry { … }`, beside their
+//!   functions), and the op names of those rows appear as string literals neither in
+//!   `passes/fold.rs` nor in `ops/registry.rs`: a new op's fold is one file.
 //!
 //! [`ALLOWED`] lists known breaks, each as `(file, what)`; it is empty, and a break that gets
 //! in fails this test with the file, line and rule. Issue 41 (the house).
@@ -48,6 +53,58 @@ const ALLOWED: &[(&str, &str)] = &[];
 
 /// The one file that may name slice op types.
 const SLICE_NODE: &str = "shape/slice_node.rs";
+
+/// Where the fold table's rows are written (the family files).
+const EVAL_DIR: &str = "ops/eval/";
+
+/// The files that look ops up in the fold table: they never spell an op name of it.
+const FOLD_LOOKUP: &[&str] = &["passes/fold.rs", "ops/registry.rs"];
+
+/// The op names of the fold rows in `src` (`row("Name", …)`, on one line or more), read from
+/// the raw source.
+fn row_names(src: &str) -> Vec<String> {
+    src.match_indices("row(")
+        .filter(|(at, _)| !src[..*at].ends_with("fn ") && !src[..*at].ends_with("::"))
+        .filter_map(|(at, m)| {
+            let rest = src[at + m.len()..].trim_start().strip_prefix('"')?;
+            rest.find('"').map(|end| rest[..end].to_string())
+        })
+        .collect()
+}
+
+/// Lines of blanked `code` that write a fold row: a call `row(` (not the `fn row(` that
+/// defines it) or an `OpEntry { … }` literal naming an op (a string literal inside: not the
+/// struct, nor the body of `row` building one from its arguments).
+fn row_lines(code: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (pat, not_after) in [("row(", "fn "), ("OpEntry {", "struct ")] {
+        for (at, _) in code.match_indices(pat) {
+            let before = &code[..at];
+            if before.chars().next_back().is_some_and(ident_char) || before.ends_with(not_after) {
+                continue;
+            }
+            if pat.ends_with('{') {
+                let mut depth = 0;
+                let end = code[at..]
+                    .char_indices()
+                    .find(|&(_, c)| {
+                        depth += match c {
+                            '{' => 1,
+                            '}' => -1,
+                            _ => 0,
+                        };
+                        c == '}' && depth == 0
+                    })
+                    .map_or(code.len(), |(end, _)| at + end);
+                if !code[at..end].contains('"') {
+                    continue;
+                }
+            }
+            out.push(line_of(code, at));
+        }
+    }
+    out
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Violation {
@@ -405,6 +462,11 @@ fn check(files: &[(String, String)]) -> Vec<Violation> {
     let mut out = Vec::new();
     // Arrows between top-level modules, with one place each is made.
     let mut arrows: BTreeMap<(String, String), (String, usize)> = BTreeMap::new();
+    let fold_ops: BTreeSet<String> = files
+        .iter()
+        .filter(|(f, _)| f.starts_with(EVAL_DIR))
+        .flat_map(|(_, src)| row_names(src))
+        .collect();
     for (file, src) in files {
         let (code, strings) = blank(src);
         let module = module_of(file);
@@ -452,12 +514,33 @@ fn check(files: &[(String, String)]) -> Vec<Violation> {
             }
         }
         // A `tests.rs` is a module's in-file tests moved beside it (`#[cfg(test)] mod tests;`).
-        if file != SLICE_NODE && !is_test_module(file) {
-            let tests = test_ranges(&code);
+        let tests = test_ranges(&code);
+        let in_tests = |line: usize| tests.iter().any(|&(a, b)| (a..=b).contains(&line));
+        if !file.starts_with(EVAL_DIR) && !is_test_module(file) {
+            for line in row_lines(&code).into_iter().filter(|&l| !in_tests(l)) {
+                out.push(Violation {
+                    file: file.clone(),
+                    line,
+                    rule: "fold rows",
+                    what: format!("a fold row outside {EVAL_DIR}"),
+                });
+            }
+        }
+        if FOLD_LOOKUP.contains(&file.as_str()) {
             for (line, s) in &strings {
-                if (s == "StridedSlice" || s == "Slice")
-                    && !tests.iter().any(|&(a, b)| (a..=b).contains(line))
-                {
+                if fold_ops.contains(s) && !in_tests(*line) {
+                    out.push(Violation {
+                        file: file.clone(),
+                        line: *line,
+                        rule: "fold rows",
+                        what: format!("op name \"{s}\" of a fold row outside {EVAL_DIR}"),
+                    });
+                }
+            }
+        }
+        if file != SLICE_NODE && !is_test_module(file) {
+            for (line, s) in &strings {
+                if (s == "StridedSlice" || s == "Slice") && !in_tests(*line) {
                     out.push(Violation {
                         file: file.clone(),
                         line: *line,
@@ -549,6 +632,16 @@ fn the_house_holds() {
     let mut files = Vec::new();
     sources(&root, &root, &mut files);
     assert!(files.len() > 40, "read {} source files", files.len());
+    // The fold rows are found where they are written (else their rule would check nothing).
+    let rows: Vec<String> = files
+        .iter()
+        .filter(|(f, _)| f.starts_with(EVAL_DIR))
+        .flat_map(|(_, src)| row_names(src))
+        .collect();
+    assert!(
+        rows.iter().any(|r| r == "Reshape") && rows.len() > 20,
+        "fold rows under src/{EVAL_DIR}: {rows:?}"
+    );
     let all = check(&files);
     let (allowed, broken): (Vec<_>, Vec<_>) = all
         .into_iter()
@@ -663,4 +756,24 @@ fn slice_op_types_outside_slice_node_fail() {
         "src/passes/lower.rs:1: [slice op types] \"StridedSlice\" outside shape/slice_node.rs"
     );
     assert!(one(SLICE_NODE, src).is_empty());
+}
+
+#[test]
+fn fold_rows_outside_eval_fail() {
+    let family = (
+        "ops/eval/cast.rs".to_string(),
+        "pub(crate) const OPS: &[OpEntry] = &[row(\n    \"Cast\", Onnx, f)];\n".to_string(),
+    );
+    assert!(check(std::slice::from_ref(&family)).is_empty());
+    let registry = "pub const fn row(op: &str) -> OpEntry {\n    OpEntry { op }\n}\nconst X: &[OpEntry] = &[row(\"Neg\", Onnx, Arith, f),\n    OpEntry { op: \"Abs\" }];\nfn f() -> bool { op == \"Cast\" }\n#[cfg(test)]\nmod tests { const T: &str = \"Cast\"; }\n";
+    let v = check(&[family, ("ops/registry.rs".into(), registry.into())]);
+    let found: Vec<_> = v.iter().map(|v| (v.line, v.what.as_str())).collect();
+    assert_eq!(
+        found,
+        vec![
+            (4, "a fold row outside ops/eval/"),
+            (5, "a fold row outside ops/eval/"),
+            (6, "op name \"Cast\" of a fold row outside ops/eval/"),
+        ]
+    );
 }

@@ -1,9 +1,11 @@
-//! Issue 17, acceptance 3: the passes inside subgraph bodies. Body slices are inferred, folded
-//! where constant (body-local constants and outer-scope ones, nested bodies too), lowered and
-//! raised; changed bodies are written back consistently (ONNX graph attributes; IR body layers
-//! with their port maps and back edges); untouched bodies stay byte for byte; outputs stay the
-//! expected ones (tract runs ONNX `If`; `tools/body_check.py` runs every case in ONNX Runtime and
-//! OpenVINO, `Loop` included).
+//! Layer: subgraph + pipeline (the passes inside bodies), end to end through both formats.
+//!
+//! The passes inside subgraph bodies. Body slices are inferred, folded where constant (body-local
+//! constants and outer-scope ones, nested bodies too), lowered and raised; changed bodies are
+//! written back consistently (ONNX graph attributes; IR body layers with their port maps and back
+//! edges); untouched bodies stay byte for byte; outputs stay the expected ones (tract runs ONNX
+//! `If`; `tools/body_check.py` runs every case in ONNX Runtime and OpenVINO, `Loop` included)
+//! (issue 17, acceptance 3).
 //!
 //! The expected values come from the operators' definitions: ONNX `Slice` (`x[starts:ends]` per
 //! axis), OpenVINO StridedSlice-1 with `shrink_axis_mask` (`x[i, 1:]` of a `[3, 5]` tensor has

@@ -1,5 +1,7 @@
-//! Issue 5, acceptance 3: after fold + cleanup, a slice that feeds only a subgraph and a slice
-//! on a graph output keep working (checked by running the result in tract-onnx).
+//! Layer: passes (`fold`, `cleanup`), end to end in tract-onnx.
+//!
+//! After fold + cleanup, a slice that feeds only a subgraph and a slice on a graph output keep
+//! working (checked by running the result in tract-onnx) (issue 5, acceptance 3).
 
 mod common;
 

@@ -1,10 +1,11 @@
-//! Pass `cleanup` keeps exactly what a graph output depends on, whatever order the file lists
-//! its nodes and initializers in. The expected sets come from the definition (walk back from
-//! the graph outputs through the producers of the names each kept node reads), computed here on
-//! the protobuf, not from the pass; the graphs are random, with their node lists shuffled so
-//! that producers come after their consumers (ONNX asks for a sorted list, but files without
-//! one exist and are loaded). Some graphs are large enough that the removed nodes go through
-//! the batched drop of large graphs.
+//! Layer: passes (`cleanup`), on ONNX files.
+//!
+//! Pass `cleanup` keeps exactly what a graph output depends on, whatever order the file lists its
+//! nodes and initializers in. The expected sets come from the definition (walk back from the graph
+//! outputs through the producers of the names each kept node reads), computed here on the protobuf,
+//! not from the pass; the graphs are random, with their node lists shuffled so that producers come
+//! after their consumers (ONNX asks for a sorted list, but files without one exist and are loaded).
+//! Some graphs are large enough that the removed nodes go through the batched drop of large graphs.
 
 mod common;
 

@@ -1,5 +1,7 @@
-//! Issue 8: `check` (every verdict, edited declarations), `info`, `--verify` (passes on the real
-//! models, catches a deliberately broken rewrite), directory mode, and the README's commands.
+//! Layer: the binary (`main.rs`, `cli/`).
+//!
+//! `check` (every verdict, edited declarations), `info`, `--verify` (passes on the real models,
+//! catches a deliberately broken rewrite), directory mode, and the README's commands (issue 8).
 
 mod common;
 

@@ -1,8 +1,10 @@
+//! Layer: semantics (decoders, `gather`, `Dim` inference).
+//!
 //! Every conformance case (tests/data/*.jsonl.gz, copied from the runtimes' answers) through our
 //! decoders + `gather`, for the four oracles: TensorFlow StridedSlice (`expected_tf`), OpenVINO
-//! StridedSlice-1 (`expected_ov`), ONNX Slice (`expected_onnx`), OpenVINO Slice-8
-//! (`expected_ov`). Shape and indices must match; an expected error must be our typed error.
-//! Shape inference through `Dim` must agree with the concrete path on every valid case.
+//! StridedSlice-1 (`expected_ov`), ONNX Slice (`expected_onnx`), OpenVINO Slice-8 (`expected_ov`).
+//! Shape and indices must match; an expected error must be our typed error. Shape inference through
+//! `Dim` must agree with the concrete path on every valid case.
 //!
 //! Data policy v2 (`/work/shared/conformance/README.md`): a StridedSlice case may carry
 //! `expected_ov_alt`, a second accepted OpenVINO answer (the CPU plugin vs its reference

@@ -1,5 +1,7 @@
-//! Issue 42, patterns D, F and H: dim expressions as exporters write them, symbols no input
-//! carries, and simplifications that must be exact.
+//! Layer: semantics (`Dim`) and shape propagation, on ONNX models.
+//!
+//! Dim expressions as exporters write them, symbols no input carries, and simplifications that must
+//! be exact (issue 42, patterns D, F and H).
 //!
 //! The expected values are Python's integer semantics (`//` and `%` floor towards -inf, sympy's
 //! `floor`/`ceiling` of a rational), written out below as plain `i64` arithmetic, and the sizes

@@ -1,4 +1,6 @@
-//! Issue #16, acceptance 1: random Slice / StridedSlice specs on a symbolic input `x[N, 6]`.
+//! Layer: semantics (decoders, resolve, `Dim`) through `shape::slice_node` (property tests).
+//!
+//! Random Slice / StridedSlice specs on a symbolic input `x[N, 6]` (issue 16, acceptance 1).
 //!
 //! Every dim as it is *written* (the ONNX `dim_param` text, parsed back as a reader would), evaluated
 //! at every N in 0..64, must equal the numeric inference at that N and the size of the gathered

@@ -1,5 +1,7 @@
-//! Issue 42, pattern G: where the runtimes of ONNX Slice disagree on a node's result, no pass
-//! writes one of the answers.
+//! Layer: semantics (`disagree`), passes and `check`, end to end.
+//!
+//! Where the runtimes of ONNX Slice disagree on a node's result, no pass writes one of the answers
+//! (issue 42, pattern G).
 //!
 //! - The classifier (`semantics::disagree`) flags exactly the conformance cases whose raw
 //!   runtime answers differ, and each reading it gives is the raw answer of the runtimes it

@@ -1,9 +1,11 @@
-//! Issue 5, acceptance 1: every conformance case built as a one-node ONNX model with constant
-//! data folds to one constant whose values are the oracle's selected indices (ONNX Slice against
-//! `expected_onnx`; TensorFlow-style custom-domain StridedSlice against `expected_tf`), and the
-//! folded Slice models give the same result in tract-onnx as the unfolded ones. IR Slice-8 and
-//! StridedSlice-1 one-op models fold to `expected_ov` (or `expected_ov_alt` where the case has
-//! one). No pins.
+//! Layer: passes (`fold`), end to end through both formats.
+//!
+//! Every conformance case built as a one-node ONNX model with constant data folds to one constant
+//! whose values are the oracle's selected indices (ONNX Slice against `expected_onnx`;
+//! TensorFlow-style custom-domain StridedSlice against `expected_tf`), and the folded Slice models
+//! give the same result in tract-onnx as the unfolded ones. IR Slice-8 and StridedSlice-1 one-op
+//! models fold to `expected_ov` (or `expected_ov_alt` where the case has one). No pins (issue 5,
+//! acceptance 1).
 
 mod common;
 

@@ -1,3 +1,5 @@
+//! Layer: robustness: formats, passes and writers on fuzzed input.
+//!
 //! The fuzz targets under `fuzz/` (see `fuzz/README.md`) replayed in the normal suite, on their
 //! committed seed corpora (`fuzz/corpus/<target>/`) and on any input a run found
 //! (`tests/data/fuzz/<target>/`, kept as regression tests): each must load and go through the

@@ -1,7 +1,9 @@
-//! Issue 9, hardening: hostile sizes, deep graphs and deep nesting end in a typed error or a
-//! result, never in a huge allocation, an arithmetic overflow panic (tests run with overflow
-//! checks) or a stack overflow. Deep inputs run on a thread with a 2 MiB stack (a library
-//! caller's default), not the 8 MiB main thread.
+//! Layer: robustness: formats, shape and passes on hostile sizes and depths.
+//!
+//! Hostile sizes, deep graphs and deep nesting end in a typed error or a result, never in a huge
+//! allocation, an arithmetic overflow panic (tests run with overflow checks) or a stack overflow.
+//! Deep inputs run on a thread with a 2 MiB stack (a library caller's default), not the 8 MiB main
+//! thread (issue 9, hardening).
 
 mod common;
 

@@ -1,7 +1,9 @@
-//! Issue 18: hostile and careless input. One test per attack of the issue, each built here in
-//! a temporary directory (nothing committed as a binary), asserting the exit code, the message,
-//! that every file that existed before is byte-identical afterwards and that no file was added
-//! (the whole temporary tree is compared, links and FIFOs included).
+//! Layer: robustness: the binary on hostile and careless input.
+//!
+//! Hostile and careless input. One test per attack of the issue, each built here in a temporary
+//! directory (nothing committed as a binary), asserting the exit code, the message, that every file
+//! that existed before is byte-identical afterwards and that no file was added (the whole temporary
+//! tree is compared, links and FIFOs included) (issue 18).
 
 mod common;
 
@@ -331,17 +333,27 @@ fn ir_output_naming_the_input_bin_is_refused() {
 }
 
 #[test]
-fn external_data_named_like_the_output_is_refused() {
+fn external_data_named_like_the_output_is_copied_under_the_outputs_data_name() {
+    // Issue 45: the copy of a data file is named after the output (`out.onnx.data`), so a
+    // data file named like the output model no longer claims the model's name.
     let t = tmp();
     let root = t.path();
     std::fs::create_dir_all(root.join("a")).unwrap();
     std::fs::create_dir_all(root.join("b")).unwrap();
     std::fs::write(root.join("a/out.onnx"), [0u8; 16]).unwrap();
     let m = model_with_location(&root.join("a"), "out.onnx");
-    let before = snapshot(root);
     let out = run(&[&m, p("-o"), &root.join("b/out.onnx")]);
-    assert_refused(&out, "the same file twice");
-    assert_unchanged(root, &before);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(root.join("b/out.onnx.data")).unwrap(),
+        [0u8; 16]
+    );
+    assert!(std::fs::read(root.join("b/out.onnx")).unwrap().len() > 16);
 }
 
 #[test]
@@ -351,7 +363,8 @@ fn unrelated_file_named_like_a_data_file_is_not_overwritten() {
     std::fs::create_dir_all(root.join("a")).unwrap();
     std::fs::create_dir_all(root.join("b")).unwrap();
     std::fs::write(root.join("a/w.bin"), [0u8; 16]).unwrap();
-    std::fs::write(root.join("b/w.bin"), b"somebody else's file").unwrap();
+    // The copy of `w.bin` is named after the output (issue 45).
+    std::fs::write(root.join("b/m.onnx.data"), b"somebody else's file").unwrap();
     let m = model_with_location(&root.join("a"), "w.bin");
     let before = snapshot(root);
     let out = run(&[&m, p("-o"), &root.join("b/m.onnx")]);
@@ -391,7 +404,10 @@ fn rerunning_into_the_same_output_replaces_its_own_data_files() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    assert_eq!(std::fs::read(root.join("b/w.bin")).unwrap(), [0u8; 16]);
+    assert_eq!(
+        std::fs::read(root.join("b/m.onnx.data")).unwrap(),
+        [0u8; 16]
+    );
     for ext in ["xml", "bin"] {
         std::fs::copy(
             repo().join(format!("models/last_token.tf.{ext}")),
@@ -497,7 +513,8 @@ fn disk_full_while_copying_the_second_external_file_leaves_nothing() {
         .expect("sh");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("b.bin"), "names the file: {err}");
+    // b.bin's copy, named after the output (issue 45): `m.onnx.1.data`.
+    assert!(err.contains("m.onnx.1.data"), "names the file: {err}");
     assert_unchanged(root, &before);
 }
 
@@ -1009,13 +1026,13 @@ fn report_naming_a_file_the_run_reads_or_writes_is_refused() {
         (
             &onnx,
             &out_onnx,
-            root.join("o/w.bin"),
+            root.join("o/out.onnx.data"),
             "the same file twice",
         ),
         (
             &onnx,
             &out_onnx,
-            root.join("o/./w.bin"),
+            root.join("o/./out.onnx.data"),
             "the same file twice",
         ),
         // The IR input's `.bin`, and the output's `.bin`.
@@ -1047,7 +1064,7 @@ fn report_naming_a_file_the_run_reads_or_writes_is_refused() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
-    assert!(root.join("o/w.bin").exists() && root.join("o/out.bin").exists());
+    assert!(root.join("o/out.onnx.data").exists() && root.join("o/out.bin").exists());
     for (input, output, report, needle) in &cases {
         let before = snapshot(root);
         let out = run(&[input, p("-o"), output, p("--report"), report]);

@@ -1,4 +1,6 @@
-//! Issue 42, pattern I: the facts of ONNX `Loop` outputs, from the body.
+//! Layer: shape propagation and subgraph (`Loop` outputs from the body).
+//!
+//! The facts of ONNX `Loop` outputs, from the body (issue 42, pattern I).
 //!
 //! Expected values come from the ONNX `Loop` spec (onnx/docs/Operators.md#Loop): iteration `i`
 //! runs while `i < M` and the condition is true (the `cond` input for `i = 0`, the body's

@@ -1,6 +1,8 @@
-//! Issue 7: `lower` (StridedSlice → Slice + Reshape) and `raise` (Slice + size-1 reshaping →
-//! StridedSlice) on every StridedSlice conformance case built as an ONNX custom-domain
-//! TF-style StridedSlice whose data is a graph input.
+//! Layer: passes (`lower`, `raise`), end to end.
+//!
+//! `lower` (StridedSlice → Slice + Reshape) and `raise` (Slice + size-1 reshaping → StridedSlice)
+//! on every StridedSlice conformance case built as an ONNX custom-domain TF-style StridedSlice
+//! whose data is a graph input (issue 7).
 //!
 //! 1. lowered models run in tract-onnx on `arange` give the oracle's shape and indices
 //!    (`expected_tf`); expected errors are refused by `lower`;

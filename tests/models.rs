@@ -1,7 +1,8 @@
-//! Issue 5, acceptance 2 and 3: the real converter fixtures under `models/` give the oracle's
-//! outputs (`.io.npz`, computed by ONNX Runtime and OpenVINO) in tract-onnx before and after the
-//! default pipeline, and the number of Slice/StridedSlice nodes goes down where a slice was
-//! constant.
+//! Layer: the pipeline on real converter outputs, end to end in tract-onnx.
+//!
+//! The real converter fixtures under `models/` give the oracle's outputs (`.io.npz`, computed by
+//! ONNX Runtime and OpenVINO) in tract-onnx before and after the default pipeline, and the number
+//! of Slice/StridedSlice nodes goes down where a slice was constant (issue 5, acceptance 2 and 3).
 
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,10 @@
-//! Names, op types and domains survive the IR exactly, at every length: the IR keeps a string
-//! of up to 24 bytes inline and a longer one on the heap (`ir::Text`), so the names here cross
-//! that boundary, in ASCII and in multi-byte UTF-8 (a character of 2, 3 or 4 bytes straddling
-//! byte 24). Every record is rebuilt from the IR before saving (no record is copied as read),
-//! and the saved model must name every node, value, op type and domain as the file did.
+//! Layer: formats (ONNX) and ir (`Text`): names through load, passes, save.
+//!
+//! Names, op types and domains survive the IR exactly, at every length: the IR keeps a string of up
+//! to 24 bytes inline and a longer one on the heap (`ir::Text`), so the names here cross that
+//! boundary, in ASCII and in multi-byte UTF-8 (a character of 2, 3 or 4 bytes straddling byte 24).
+//! Every record is rebuilt from the IR before saving (no record is copied as read), and the saved
+//! model must name every node, value, op type and domain as the file did.
 
 mod common;
 

@@ -1,4 +1,6 @@
-//! Issue 3: lossless ONNX round-trip, external data, subgraphs, corrupt input, zero-copy loading.
+//! Layer: formats (ONNX load and save).
+//!
+//! Lossless ONNX round-trip, external data, subgraphs, corrupt input, zero-copy loading (issue 3).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -152,7 +154,9 @@ fn external_data_is_kept_beside_the_output() {
         .status()
         .expect("run");
     assert!(st.success());
-    let data = dir.path().join("external_data.onnx.data");
+    // Copied under the output's name (issue 45: `copy.onnx.data`, not the input's name).
+    let data = dir.path().join("copy.onnx.data");
+    assert!(!dir.path().join("external_data.onnx.data").exists());
     assert_eq!(
         std::fs::read(&data).expect("external file copied"),
         std::fs::read(repo().join("models/external_data.onnx.data")).expect("read")

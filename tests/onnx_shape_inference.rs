@@ -1,4 +1,6 @@
-//! Issue #16, acceptance 4: ONNX's own `test_slice_*` shape-inference cases, transcribed.
+//! Layer: semantics and `shape::slice_node` against ONNX's shape inference.
+//!
+//! ONNX's own `test_slice_*` shape-inference cases, transcribed (issue 16, acceptance 4).
 //!
 //! Source: onnx/onnx `tests/python/shape_inference_test.py` (class `TestShapeInference`), test
 //! name in each case. Every dim we infer must equal ONNX's expectation or be provably tighter

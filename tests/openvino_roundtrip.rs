@@ -1,3 +1,5 @@
+//! Layer: formats (OpenVINO IR load and save).
+//!
 //! OpenVINO IR load/save: lossless round trips of the fixture models, a changed graph, and bad
 //! input that must fail with a one-line error and write nothing.
 

@@ -1,6 +1,8 @@
-//! Issue #16, acceptance 3: OpenVINO's own shape-inference tests for Slice-8 and StridedSlice-1,
-//! transcribed: the `type_prop` tests (`openvino_type_prop_slice_cases`) and the CPU plugin's
-//! shape-inference unit tests (`openvino_cpu_plugin_shape_inference_cases`, see `cpu_cases`).
+//! Layer: shape inference (`passes::infer`) against OpenVINO's shape inference.
+//!
+//! OpenVINO's own shape-inference tests for Slice-8 and StridedSlice-1, transcribed: the
+//! `type_prop` tests (`openvino_type_prop_slice_cases`) and the CPU plugin's shape-inference unit
+//! tests (`openvino_cpu_plugin_shape_inference_cases`, see `cpu_cases`) (issue 16, acceptance 3).
 //!
 //! Each case is built as IR the way `ov.save_model` writes it (the data Parameter's intervals in
 //! its `shape` attribute, its port dims `-1`; dynamic rank as `shape="..."` with no port dims),

@@ -1,3 +1,5 @@
+//! Layer: shape (whole-graph propagation) against ONNX Runtime.
+//!
 //! Whole-graph shape propagation against ONNX Runtime: every propagated dim and symbolic value,
 //! evaluated at the input sizes of each run, equals the shape (value) ONNX Runtime produced.
 //! Expected data: `tests/data/propagation/*.json`, written by `tools/propagation_oracle.py`.

@@ -1,5 +1,7 @@
-//! Random bytes and mutated models thrown at the public API: loading and the default pipeline
-//! must return `Ok` or a typed error, never panic.
+//! Layer: robustness: the public API on random and mutated input.
+//!
+//! Random bytes and mutated models thrown at the public API: loading and the default pipeline must
+//! return `Ok` or a typed error, never panic.
 
 use proptest::prelude::*;
 use slice_opt::formats::onnx::OnnxModel;

@@ -1,3 +1,5 @@
+//! Layer: semantics (property tests).
+//!
 //! Property tests of the semantics core, plus the symbolic acceptance tests.
 //!
 //! (a) inferred shape == shape of the gathered result, (b) symbolic inference, once symbols are

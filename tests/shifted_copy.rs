@@ -1,7 +1,9 @@
-//! Big unchanged tensors are copied from the input file into the output, also when a pass
-//! changed the records before them so that they land shifted (at another offset modulo the
-//! page size: the save reads them through buffers) or shifted by whole pages (copied file to
-//! file). Either way the output holds exactly the input's bytes. ONNX and OpenVINO IR.
+//! Layer: formats (saving: unchanged tensors copied), ONNX and OpenVINO IR.
+//!
+//! Big unchanged tensors are copied from the input file into the output, also when a pass changed
+//! the records before them so that they land shifted (at another offset modulo the page size: the
+//! save reads them through buffers) or shifted by whole pages (copied file to file). Either way the
+//! output holds exactly the input's bytes. ONNX and OpenVINO IR.
 
 mod common;
 

@@ -1,7 +1,9 @@
+//! Layer: semantics (the seed specs' worked examples).
+//!
 //! The worked examples of the five seed documents (TensorFlow StridedSlice, OpenVINO
 //! StridedSlice-1, the article on mask interplay, OpenVINO Slice-8, ONNX Slice), one named test
-//! each. Inputs are `arange`, so selected flat indices are the element values the specs list.
-//! Where a spec's prose disagrees with the runtimes, the runtimes decide: said on that test.
+//! each. Inputs are `arange`, so selected flat indices are the element values the specs list. Where
+//! a spec's prose disagrees with the runtimes, the runtimes decide: said on that test.
 
 use slice_opt::semantics::decode::{constant, OvMasks, TfMasks};
 use slice_opt::semantics::{

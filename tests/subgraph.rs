@@ -1,6 +1,8 @@
-//! Issue 17: `check` and `info` list the slices inside ONNX `If` branches and `Loop` bodies, with
-//! their paths, inferred from what flows into the body. The model and the expected shapes come
-//! from `tools/gen_subgraph_slices.py` (shapes computed by ONNX Runtime).
+//! Layer: subgraph (`check` and `info` inside bodies), through the binary.
+//!
+//! `check` and `info` list the slices inside ONNX `If` branches and `Loop` bodies, with their
+//! paths, inferred from what flows into the body. The model and the expected shapes come from
+//! `tools/gen_subgraph_slices.py` (shapes computed by ONNX Runtime) (issue 17).
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -1,7 +1,8 @@
-//! The result does not depend on how many threads the pool has (README, "Threads"): an ONNX
-//! model of several load windows (4,096 records each) gives the same bytes when loaded and
-//! transformed in a pool of one thread and in a pool of two, and both are what the ONNX Slice
-//! spec says.
+//! Layer: formats and pipeline (thread-count independence).
+//!
+//! The result does not depend on how many threads the pool has (README, "Threads"): an ONNX model
+//! of several load windows (4,096 records each) gives the same bytes when loaded and transformed in
+//! a pool of one thread and in a pool of two, and both are what the ONNX Slice spec says.
 
 mod common;
 

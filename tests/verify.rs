@@ -1,7 +1,9 @@
-//! Issue 20 (`--verify` binds dims, runs both outcomes of an `If` on an input, says what was and
-//! was not verified; the summary table) and issue 18 attack 8 (`--verify` never aborts or panics:
-//! a declared input of 100000x100000, a Slice step of INT64_MIN, `Range(0, 10^12)`). Every model
-//! is built here.
+//! Layer: verify (`--verify`), through the binary.
+//!
+//! `--verify` binds dims, runs both outcomes of an `If` on an input, says what was and was not
+//! verified, prints the summary table (issue 20), and never aborts or panics: a declared input of
+//! 100000x100000, a Slice step of INT64_MIN, `Range(0, 10^12)` (issue 18, attack 8). Every model is
+//! built here.
 
 mod common;
 

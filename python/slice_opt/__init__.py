@@ -9,18 +9,42 @@ ONNX and OpenVINO IR models, from Python.
 
 A model is an ``onnx.ModelProto``, the ``bytes`` of a serialized ONNX model, or a path
 (``str`` or ``os.PathLike``) to an ``.onnx`` file or an OpenVINO IR ``.xml`` (with its ``.bin``
-beside it). Functions return the same kind they were given. The work is done in Rust with the
-GIL released. Errors are :class:`Error` subclasses carrying ``file``, ``node``, ``op`` and
+beside it). :func:`optimize` returns the same kind it was given (``bytes`` for ``bytes``, a
+``ModelProto`` for a ``ModelProto``). The work is done in Rust with the GIL released. Every error
+is a :class:`SliceOptError` (one of its subclasses) carrying ``file``, ``node``, ``op`` and
 ``input``.
+
+The command line's options are keyword arguments: ``passes``, ``fold_limit``, ``verify`` and
+``assumptions`` (``--dim``/``--assume``).
 """
 
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import (
+    Any,
+    Dict,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    TypedDict,
+    Union,
+)
 
 from . import _native
-from ._errors import Error, InputError, PassError, SliceError, UsageError, VerificationError
+from ._errors import (
+    Error,
+    InputError,
+    PassError,
+    SliceError,
+    SliceOptError,
+    UsageError,
+    VerificationError,
+)
 
 __all__ = [
     "optimize",
@@ -29,6 +53,12 @@ __all__ = [
     "infer_shapes",
     "Report",
     "PassReport",
+    "CheckRow",
+    "Info",
+    "SliceInfo",
+    "Verdict",
+    "Assumptions",
+    "SliceOptError",
     "Error",
     "InputError",
     "SliceError",
@@ -50,6 +80,77 @@ DEFAULT_FOLD_LIMIT: int = _native.DEFAULT_FOLD_LIMIT
 PASSES: Tuple[str, ...] = tuple(_native.pass_names())
 
 Model = Any  # onnx.ModelProto | bytes | str | os.PathLike
+
+
+class _ModelProtoLike(Protocol):
+    """An ``onnx.ModelProto`` (anything with ``SerializeToString``)."""
+
+    def SerializeToString(self) -> bytes: ...
+
+
+#: The verdict of a :func:`check` row.
+Verdict = Union[
+    Literal["ok"],
+    Literal["undeclared"],
+    Literal["unknown"],
+    Literal["tighter"],
+    Literal["mismatch"],
+    Literal["invalid"],
+]
+
+
+class _CheckRowKeys(TypedDict):
+    node: str
+    path: str
+    op: str
+    declared: str
+    inferred: str
+    input: str
+    verdict: Verdict
+
+
+class CheckRow(_CheckRowKeys, total=False):
+    """One row of :func:`check` (``slice-opt check --format json``): ``detail`` says why for
+    anything but ``ok``; ``wrong_at``, for a mismatch of a dim that depends on the inputs'
+    sizes, the smallest sizes found at which the declared dim is wrong (``{"seq": 2}``);
+    ``warning`` is there for a node whose result depends on the runtime."""
+
+    detail: str
+    wrong_at: Dict[str, int]
+    warning: str
+
+
+class SliceInfo(TypedDict):
+    """One slice node of :func:`info`: ``spec`` in Python slice notation, ``input`` the shape
+    of its data input."""
+
+    node: str
+    path: str
+    input: str
+    op: str
+    spec: str
+
+
+class Info(TypedDict):
+    """What :func:`info` returns (``slice-opt info --format json``)."""
+
+    model: str
+    format: Literal["onnx", "openvino"]
+    opsets: Dict[str, int]
+    nodes: int
+    ops: Dict[str, int]
+    slices: List[SliceInfo]
+
+
+#: What ``assumptions=`` takes: one text or a list of them in the command line's syntax
+#: (``"seq=1..4096"`` as ``--dim``, ``"k_len >= q_len"`` as ``--assume``), or a mapping from a
+#: symbol to its bounds (``{"seq": (1, 4096), "batch": (1, None), "n": 8, "m": "1..64"}``).
+Assumptions = Union[
+    str,
+    Sequence[str],
+    Mapping[str, Union[int, str, Tuple[Optional[int], Optional[int]]]],
+    None,
+]
 
 
 @dataclass
@@ -138,6 +239,40 @@ def _source(model: Model) -> Tuple[str, str, Optional[bytes]]:
     )
 
 
+def _assumption_texts(assumptions: Assumptions) -> List[str]:
+    """``assumptions=`` as the command line's texts (``seq=1..4096``, ``k_len >= q_len``)."""
+    if assumptions is None:
+        return []
+    if isinstance(assumptions, str):
+        return [assumptions]
+    if isinstance(assumptions, Mapping):
+        out = []
+        for name, b in assumptions.items():
+            if isinstance(b, bool) or not isinstance(name, str):
+                raise UsageError(f"assumptions: {name!r}: {b!r} is not a size or bounds")
+            if isinstance(b, int):
+                out.append(f"{name}={b}")
+            elif isinstance(b, str):
+                out.append(f"{name}={b}")
+            elif isinstance(b, (tuple, list)) and len(b) == 2:
+                lo, hi = ("" if v is None else str(int(v)) for v in b)
+                out.append(f"{name}={lo}..{hi}")
+            else:
+                raise UsageError(f"assumptions: {name!r}: {b!r} is not a size or bounds")
+        return out
+    texts = list(assumptions)
+    for t in texts:
+        if not isinstance(t, str):
+            raise UsageError(f"assumptions: {t!r} is not a text")
+    return texts
+
+
+def _settings(assumptions: Assumptions) -> Dict[str, Any]:
+    """The keyword arguments of :func:`optimize`, :func:`check` and :func:`info` that shape how
+    the model is read, for ``_native`` (``Settings`` in src/lib.rs: a key per field)."""
+    return {"assumptions": _assumption_texts(assumptions)}
+
+
 def _to_proto(data: bytes):
     import onnx
 
@@ -168,6 +303,8 @@ def optimize(
     fold_limit: int = DEFAULT_FOLD_LIMIT,
     verify: Union[bool, str] = False,
     output: Union[str, "os.PathLike[str]", None] = None,
+    *,
+    assumptions: Assumptions = None,
 ) -> Tuple[Any, Report]:
     """Runs passes on a model and returns ``(result, report)``.
 
@@ -182,6 +319,12 @@ def optimize(
         output: for a path, where to write the result (for IR, the ``.xml``; the ``.bin`` goes
             beside it). Without it, an ONNX path gives an ``onnx.ModelProto``; an IR path needs
             it.
+        assumptions: what holds for the model's symbolic dims (``--dim``/``--assume``): texts
+            such as ``"seq=1..4096"`` or ``"k_len >= q_len"``, or a mapping such as
+            ``{"seq": (1, 4096)}``. Written dims are exact where they hold, and shorter; an ONNX
+            result records them in ``metadata_props`` (``slice_opt.assumptions``). Without
+            them, those a model records are used. ``verify=`` runs at sizes within the bounds
+            and checks the facts at them.
 
     Returns:
         ``(result, report)``: result is a ``ModelProto`` for a ``ModelProto`` (or an ONNX path
@@ -189,14 +332,18 @@ def optimize(
         a :class:`Report`.
 
     Raises:
-        InputError, SliceError, PassError, UsageError, VerificationError: see :class:`Error`.
+        SliceOptError: one of InputError, SliceError, PassError, UsageError,
+            VerificationError.
     """
     kind, name, data = _source(model)
     verify_with = _verify_backend(verify)
     out_path = os.fspath(output) if output is not None else None
     if kind != "path" and out_path is not None:
         raise UsageError("output= is for a model given as a path")
-    result_bytes, raw = _native.optimize(name, data, out_path, _passes(passes), int(fold_limit))
+    settings = _settings(assumptions)
+    result_bytes, raw = _native.optimize(
+        name, data, out_path, _passes(passes), int(fold_limit), settings
+    )
     verification = None
     if verify_with:
         from . import _verify
@@ -206,7 +353,7 @@ def optimize(
         else:
             before = data if data is not None else name
             after = result_bytes if result_bytes is not None else out_path
-            verification = _verify.compare(before, after)
+            verification = _verify.compare(before, after, settings["assumptions"])
     if kind == "proto":
         result: Any = _to_proto(result_bytes)
     elif kind == "bytes":
@@ -224,34 +371,47 @@ def _verify_backend(verify: Union[bool, str]) -> Optional[str]:
     if verify is True or verify == "onnxruntime":
         try:
             import numpy  # noqa: F401
-            import onnxruntime  # noqa: F401
+            import onnxruntime  # type: ignore[import-untyped,import-not-found,unused-ignore]  # noqa: F401
         except ImportError as e:
             raise UsageError(f"verify='onnxruntime' needs onnxruntime and numpy: {e}") from e
         return "onnxruntime"
     raise UsageError(f"verify must be False, True or 'onnxruntime', not {verify!r}")
 
 
-def infer_shapes(model: Model, output: Union[str, "os.PathLike[str]", None] = None) -> Any:
+def infer_shapes(
+    model: Model,
+    output: Union[str, "os.PathLike[str]", None] = None,
+    *,
+    assumptions: Assumptions = None,
+) -> Any:
     """Runs only the ``infer`` pass: every Slice/StridedSlice output gets its inferred shape
     (symbolic where the dims are) written into the model. Returns the model of the same kind
     (or the output path)."""
-    result, _ = optimize(model, passes=("infer",), output=output)
+    result, _ = optimize(model, passes=("infer",), output=output, assumptions=assumptions)
     return result
 
 
-def check(model: Model) -> List[Dict[str, Any]]:
+def check(model: Model, *, assumptions: Assumptions = None) -> List[CheckRow]:
     """Declared versus inferred shape of every slice node: the rows of
-    ``slice-opt check --format json`` (each a dict with ``node``, ``op``, ``declared``,
-    ``inferred``, ``verdict`` — ``ok``, ``undeclared``, ``unknown``, ``mismatch`` or
-    ``invalid`` — and ``detail`` when not ok; subgraph paths where the command line gives
-    them)."""
+    ``slice-opt check --format json`` (each a dict with ``node``, ``path``, ``op``,
+    ``declared``, ``inferred``, ``input``, ``verdict`` — ``ok``, ``undeclared``, ``unknown``,
+    ``tighter``, ``mismatch`` or ``invalid`` — and ``detail``, ``wrong_at`` and ``warning``
+    when there is one).
+
+    ``model`` is a path, ``bytes`` or a ``ModelProto``; ``assumptions`` as for
+    :func:`optimize` (``--dim``/``--assume``). The rows are the same whatever the kind of
+    ``model``; the command line's exit code 1 is a row whose verdict is ``mismatch`` or
+    ``invalid``."""
     kind, name, data = _source(model)
-    return json.loads(_native.check(name, data))["rows"]
+    rows: List[CheckRow] = json.loads(_native.check(name, data, _settings(assumptions)))["rows"]
+    return rows
 
 
-def info(model: Model) -> Dict[str, Any]:
+def info(model: Model, *, assumptions: Assumptions = None) -> Info:
     """A summary of a model, as ``slice-opt info --format json``: ``model``, ``format``,
     ``opsets``, ``nodes``, ``ops`` (op type to count) and ``slices`` (each slice node in Python
-    slice notation)."""
+    slice notation). ``model`` is a path, ``bytes`` or a ``ModelProto`` (``model`` then reads
+    ``model.onnx``); ``assumptions`` as for :func:`optimize`."""
     kind, name, data = _source(model)
-    return json.loads(_native.info(name, data))
+    result: Info = json.loads(_native.info(name, data, _settings(assumptions)))
+    return result

@@ -2,9 +2,9 @@
 package (no tract: ``--verify`` runs in ONNX Runtime).
 
     python -m slice_opt INPUT -o OUTPUT [--passes LIST] [--fold-limit 16M] [--report FILE.json]
-                        [--verify] [-q|-v]
-    python -m slice_opt check MODEL [--format table|json]
-    python -m slice_opt info MODEL [--format table|json]
+                        [--verify] [--dim NAME=LO..HI]... [--assume FACT]... [-q|-v]
+    python -m slice_opt check MODEL [--format table|json] [--dim ...] [--assume ...]
+    python -m slice_opt info MODEL [--format table|json] [--dim ...] [--assume ...]
 
 Exit codes as the binary: 0 success, 1 a pass, check or verification failed, 2 the input could
 not be read (or the output could not be written).
@@ -37,10 +37,20 @@ def _table(rows: List[List[str]]) -> str:
     )
 
 
-def _check(model: str, fmt: str) -> int:
-    rows = slice_opt.check(model)
+def _assumptions(a: argparse.Namespace) -> List[str]:
+    return list(a.dim) + list(a.assume)
+
+
+def _add_assumptions(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=LO..HI")
+    p.add_argument("--assume", action="append", default=[], metavar="FACT")
+
+
+def _check(model: str, fmt: str, assumptions: List[str]) -> int:
+    rows = slice_opt.check(model, assumptions=assumptions)
     if fmt == "json":
-        print(json.dumps(json.loads(slice_opt._native.check(model, None)), indent=2))
+        settings = slice_opt._settings(assumptions)
+        print(json.dumps(json.loads(slice_opt._native.check(model, None, settings)), indent=2))
     else:
         table = [["node", "op", "declared", "inferred", "verdict"]]
         for r in rows:
@@ -52,8 +62,8 @@ def _check(model: str, fmt: str) -> int:
     return 1 if any(r["verdict"] in ("mismatch", "invalid") for r in rows) else 0
 
 
-def _info(model: str, fmt: str) -> int:
-    i = slice_opt.info(model)
+def _info(model: str, fmt: str, assumptions: List[str]) -> int:
+    i = slice_opt.info(model, assumptions=assumptions)
     if fmt == "json":
         print(json.dumps(i, indent=2))
         return 0
@@ -74,8 +84,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             p = argparse.ArgumentParser(prog=f"python -m slice_opt {argv[0]}")
             p.add_argument("model")
             p.add_argument("--format", choices=["table", "json"], default="table")
+            _add_assumptions(p)
             a = p.parse_args(argv[1:])
-            return (_check if argv[0] == "check" else _info)(a.model, a.format)
+            return (_check if argv[0] == "check" else _info)(a.model, a.format, _assumptions(a))
         p = argparse.ArgumentParser(prog="python -m slice_opt", description=__doc__.split("\n\n")[0])
         p.add_argument("input")
         p.add_argument("-o", "--output", required=True)
@@ -83,6 +94,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.add_argument("--fold-limit", type=_size, default=slice_opt.DEFAULT_FOLD_LIMIT)
         p.add_argument("--report", metavar="FILE.json")
         p.add_argument("--verify", action="store_true")
+        _add_assumptions(p)
         g = p.add_mutually_exclusive_group()
         g.add_argument("-q", "--quiet", action="store_true")
         g.add_argument("-v", "--verbose", action="store_true")
@@ -93,6 +105,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             fold_limit=a.fold_limit,
             verify="onnxruntime" if a.verify else False,
             output=a.output,
+            assumptions=_assumptions(a),
         )
         if a.report:
             with open(a.report, "w") as f:

@@ -1,17 +1,21 @@
-"""The exceptions of slice_opt. Every error the library reports is a :class:`Error`."""
+"""The exceptions of slice_opt. Every error the package raises is a :class:`SliceOptError`."""
 
 from typing import Optional
 
 
-class Error(Exception):
-    """A slice-opt error.
+class SliceOptError(Exception):
+    """A slice-opt error: the one exception type of the package (catch it to catch them all;
+    the subclasses say which kind).
 
     Attributes:
         message: the full message (also ``str(error)``).
-        file: the model file concerned, when known.
-        node: the node concerned, when known.
+        file: the model file concerned (``"model.onnx"`` for a model given as ``bytes`` or
+            ``ModelProto``), when known.
+        node: the node concerned (its path for a node inside an ``If``/``Loop`` body), when
+            known.
         op: the node's op type (or, for :class:`PassError`, the pass), when known.
-        input: the index of the node input concerned, when known.
+        input: the index of the node input concerned, when known (a dangling input, the
+            ``steps`` of a Slice with a zero step...).
     """
 
     def __init__(
@@ -21,7 +25,7 @@ class Error(Exception):
         node: Optional[str] = None,
         op: Optional[str] = None,
         input: Optional[int] = None,
-    ):
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.file = file
@@ -30,22 +34,28 @@ class Error(Exception):
         self.input = input
 
 
-class InputError(Error):
+#: The name this exception had first; the same class.
+Error = SliceOptError
+
+
+class InputError(SliceOptError):
     """The model could not be read (not a model, corrupt, a malformed node), or a file could not
-    be written. The command line exits 2 on these."""
+    be read or written (also a refused one: an output that is an input, external data outside
+    the model's directory). The command line exits 2 on these."""
 
 
-class SliceError(Error):
+class SliceError(SliceOptError):
     """A slice node has parameters the semantics core refuses."""
 
 
-class PassError(Error):
+class PassError(SliceOptError):
     """A pass refused to do something; ``op`` names the pass."""
 
 
-class UsageError(Error):
-    """A bad argument: an unknown pass, an unsupported combination."""
+class UsageError(SliceOptError):
+    """A bad argument: an unknown pass, an assumption that does not read, an unsupported
+    combination."""
 
 
-class VerificationError(Error):
+class VerificationError(SliceOptError):
     """``verify=`` found an output of the result that differs from the original's."""

@@ -5,9 +5,16 @@ Input dims: a named symbol gets one size everywhere; symbolic and unknown dims a
 then 64, then 512 (axis 0 at 1 from the second try on), keeping the first size with which the
 original runs. Inputs above 1 GiB are not run. Integer inputs take values 0..3, floats
 [-1, 1), booleans both values at random.
+
+Under ``assumptions=``, a named symbol with bounds (``seq=1..4096``) takes the size nearest the
+one tried within them, and a size is used only if every fact (``k_len >= q_len``) holds at it:
+the result is exact only where they hold.
 """
 
-from typing import Dict, List, Union
+import ast
+import operator
+from fractions import Fraction
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._errors import VerificationError
 
@@ -28,18 +35,159 @@ _DTYPES = {
 }
 
 
+Bounds = Dict[str, Tuple[int, Optional[int]]]
+Fact = Tuple[str, Callable[[Dict[str, int]], Optional[bool]]]
+
+
+def _is_fact(text: str) -> bool:
+    return "<" in text or ">" in text or "==" in text
+
+
+def _bounds(texts: Sequence[str]) -> Bounds:
+    """``NAME=LO..HI`` / ``NAME=LO..`` / ``NAME=..HI`` / ``NAME=V`` texts (already accepted by the
+    library) as ``{name: (lo, hi)}``."""
+    out: Bounds = {}
+    for t in texts:
+        if _is_fact(t):
+            continue
+        name, _, rng = t.partition("=")
+        lo_s, dots, hi_s = rng.partition("..")
+        if not dots:
+            lo_s = hi_s = rng
+        lo = int(lo_s) if lo_s.strip() else 0
+        hi = int(hi_s) if hi_s.strip() else None
+        out[name.strip()] = (lo, hi)
+    return out
+
+
+_BIN = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+}
+_CMP = {
+    ast.GtE: operator.ge,
+    ast.Gt: operator.gt,
+    ast.LtE: operator.le,
+    ast.Lt: operator.lt,
+    ast.Eq: operator.eq,
+}
+_FUNCS: Dict[str, Callable[..., Fraction]] = {
+    "min": min,
+    "max": max,
+    "floor": lambda x: Fraction(x.__floor__()),
+    "ceil": lambda x: Fraction(x.__ceil__()),
+}
+
+
+def _fact(text: str) -> Fact:
+    """A fact as a function of the sizes: True or False where it can be evaluated, None where it
+    names a symbol no input has or uses syntax this evaluator does not read."""
+    try:
+        tree: Optional[ast.AST] = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        tree = None
+
+    def ev(n: ast.AST, sizes: Dict[str, int]) -> Fraction:
+        if isinstance(n, ast.Constant) and isinstance(n.value, int) and not isinstance(n.value, bool):
+            return Fraction(n.value)
+        if isinstance(n, ast.Name):
+            return Fraction(sizes[n.id])
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            return -ev(n.operand, sizes)
+        if isinstance(n, ast.BinOp) and type(n.op) in _BIN:
+            return Fraction(_BIN[type(n.op)](ev(n.left, sizes), ev(n.right, sizes)))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _FUNCS:
+            return Fraction(_FUNCS[n.func.id](*(ev(a, sizes) for a in n.args)))
+        raise ValueError(ast.dump(n))
+
+    def holds(sizes: Dict[str, int]) -> Optional[bool]:
+        if not isinstance(tree, ast.Compare):
+            return None
+        try:
+            left = ev(tree.left, sizes)
+            for op, right_node in zip(tree.ops, tree.comparators):
+                if type(op) not in _CMP:
+                    return None
+                right = ev(right_node, sizes)
+                if not _CMP[type(op)](left, right):
+                    return False
+                left = right
+            return True
+        except (KeyError, ValueError, ZeroDivisionError, TypeError):
+            return None
+
+    return text, holds
+
+
 def _session(model: Union[bytes, str]):
-    import onnxruntime as ort
+    import onnxruntime as ort  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
     opts = ort.SessionOptions()
     opts.log_severity_level = 3
     return ort.InferenceSession(model, opts, providers=["CPUExecutionProvider"])
 
 
-def _inputs(sess, size: int, batch: int, rng) -> Dict[str, object]:
+def _clamp(v: int, b: Optional[Tuple[int, Optional[int]]]) -> int:
+    if b is None:
+        return v
+    lo, hi = b
+    v = max(v, lo)
+    return v if hi is None else min(v, hi)
+
+
+#: How many combinations of sizes are tried for the facts to hold.
+MAX_COMBINATIONS = 4096
+
+
+def _sizes(sess, size: int, batch: int, bounds: Bounds) -> Dict[str, int]:
+    """The size of every named symbol of the inputs."""
+    names: Dict[str, int] = {}
+    for i in sess.get_inputs():
+        for axis, d in enumerate(i.shape or []):
+            if isinstance(d, str) and d and d not in names:
+                names[d] = _clamp(batch if axis == 0 else size, bounds.get(d))
+    return names
+
+
+def _satisfying(names: Dict[str, int], bounds: Bounds, facts: Sequence[Fact]) -> Tuple[Optional[Dict[str, int]], List[str]]:
+    """Sizes near ``names`` (each symbol at its size, one or two more, one less, or double,
+    within its bounds) at which no fact is false, trying ``names`` first; and the facts that
+    could not be evaluated there. ``(None, [the first fact false everywhere tried])`` when
+    there are none."""
+    import itertools
+
+    def verdicts(sizes: Dict[str, int]) -> List[Tuple[str, Optional[bool]]]:
+        return [(t, holds(sizes)) for t, holds in facts]
+
+    keys = list(names)
+    options = []
+    for k in keys:
+        v = names[k]
+        seen: List[int] = []
+        for c in (v, v + 1, v + 2, v - 1, 2 * v):
+            c = _clamp(max(c, 1), bounds.get(k))
+            if c not in seen:
+                seen.append(c)
+        options.append(seen)
+    first_false = ""
+    for combo in itertools.islice(itertools.product(*options), MAX_COMBINATIONS):
+        sizes = dict(zip(keys, combo))
+        vs = verdicts(sizes)
+        false = [t for t, v in vs if v is False]
+        if not false:
+            return sizes, [t for t, v in vs if v is None]
+        first_false = first_false or false[0]
+    return None, [first_false]
+
+
+def _inputs(sess, size: int, batch: int, rng, names: Optional[Dict[str, int]] = None) -> Dict[str, object]:
     import numpy as np
 
-    names: Dict[str, int] = {}
+    names = dict(names or {})
     feeds = {}
     total = 0
     for i in sess.get_inputs():
@@ -83,10 +231,14 @@ def _same(a, b) -> str:
     return "" if np.array_equal(a, b) else "values differ"
 
 
-def compare(before: Union[bytes, str], after: Union[bytes, str]) -> str:
+def compare(before: Union[bytes, str], after: Union[bytes, str], assumptions: Sequence[str] = ()) -> str:
     """Runs both models; returns what was verified (or why not), raises VerificationError on a
-    difference."""
+    difference. ``assumptions``: the texts of ``assumptions=`` (sizes within the bounds, facts
+    holding at them)."""
     import numpy as np
+
+    bounds = _bounds(assumptions)
+    facts = [_fact(t) for t in assumptions if _is_fact(t)]
 
     try:
         sa = _session(before)
@@ -95,12 +247,20 @@ def compare(before: Union[bytes, str], after: Union[bytes, str]) -> str:
     sb = _session(after)
     chosen = None
     first_error = None
+    no_sizes = None
+    unchecked: List[str] = []
     for k, size in enumerate(SIZES):
         batch = size if k == 0 else 1
+        near = _sizes(sa, size, batch, bounds)
+        found, unchecked = _satisfying(near, bounds, facts)
+        if found is None:
+            no_sizes = no_sizes or f"no sizes near {near} satisfy the assumption '{unchecked[0]}'"
+            continue
+        names = found
         try:
-            feeds = _inputs(sa, size, batch, np.random.default_rng(SEED))
+            feeds = _inputs(sa, size, batch, np.random.default_rng(SEED), names)
             sa.run(None, feeds)
-            chosen = (size, batch)
+            chosen = (size, batch, names)
             break
         except MemoryError as e:
             first_error = first_error or str(e)
@@ -108,12 +268,14 @@ def compare(before: Union[bytes, str], after: Union[bytes, str]) -> str:
         except Exception as e:
             first_error = first_error or str(e).splitlines()[0]
     if chosen is None:
+        if first_error is None:
+            return f"NOT verified: {no_sizes}"
         return f"NOT verified: ONNX Runtime cannot run the original: {first_error}"
-    size, batch = chosen
+    size, batch, names = chosen
     rng = np.random.default_rng(SEED)
     outputs = 0
     for r in range(RUNS):
-        feeds = _inputs(sa, size, batch, rng)
+        feeds = _inputs(sa, size, batch, rng, names)
         want = sa.run(None, feeds)
         try:
             got = sb.run(None, feeds)
@@ -131,4 +293,9 @@ def compare(before: Union[bytes, str], after: Union[bytes, str]) -> str:
                     f"{sa.get_outputs()[i].name}: {why}"
                 )
         outputs += len(want)
-    return f"verified in ONNX Runtime: {RUNS} runs, {outputs} outputs equal (unbound dims at {size}, axis 0 at {batch})"
+    at = f"unbound dims at {size}, axis 0 at {batch}"
+    if bounds or facts:
+        at += f"; named dims at {names}"
+    if unchecked:
+        at += "; not checked at these sizes: " + ", ".join(f"'{t}'" for t in unchecked)
+    return f"verified in ONNX Runtime: {RUNS} runs, {outputs} outputs equal ({at})"

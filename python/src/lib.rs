@@ -1,7 +1,7 @@
 //! `slice_opt._native`: the Rust half of the `slice_opt` Python package. The Python half
 //! (`slice_opt/__init__.py`) converts `onnx.ModelProto`s, builds the report objects and runs
 //! ONNX Runtime verification; this module loads, transforms and saves models with the GIL
-//! released, and turns library errors into `slice_opt.Error` subclasses.
+//! released, and turns library errors into `slice_opt.SliceOptError` subclasses.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -13,32 +13,125 @@ use pyo3::types::PyBytes;
 use slice_opt::formats::onnx::OnnxModel;
 use slice_opt::pipeline::PassKind;
 use slice_opt::run::{file_size, optimize_file, Options};
+use slice_opt::semantics::dim::{self, Assumptions};
+use slice_opt::semantics::SliceError;
 use slice_opt::summary::{op_rows, Summary};
 use slice_opt::{Error, Model, Pipeline};
 
 /// The Python exception for a library error: the class of `slice_opt._errors` named by the
 /// error's kind, with `file`, `node`, `op` and `input` attributes (None when not known).
-fn py_err(py: Python<'_>, e: Error) -> PyErr {
+/// `name` is the model's file (or the name an in-memory model goes by): the file of an error
+/// that does not name one. `ir`: the model is OpenVINO IR (where a node's inputs are numbered
+/// differently).
+fn py_err(py: Python<'_>, e: Error, name: &str, ir: bool) -> PyErr {
     let message = e.to_string();
+    let mut input = None;
     let (class, file, node, op): (&str, Option<PathBuf>, Option<String>, Option<String>) = match e {
         Error::Io { path, .. } => ("InputError", Some(path), None, None),
         Error::Format { path, .. } => ("InputError", Some(path), None, None),
-        Error::Node { path, node, op, .. } => ("InputError", Some(path), Some(node), Some(op)),
-        Error::Slice { node, op, .. } => ("SliceError", None, Some(node), Some(op)),
+        Error::Refused { path, .. } => ("InputError", Some(path), None, None),
+        Error::Node {
+            path,
+            node,
+            op,
+            message,
+        } => {
+            input = input_in_message(&message);
+            ("InputError", Some(path), Some(node), Some(op))
+        }
+        Error::Slice { node, op, source } => {
+            input = slice_input(&op, ir, &source);
+            ("SliceError", None, Some(node), Some(op))
+        }
         Error::Pass { pass, node, .. } => ("PassError", None, Some(node), Some(pass.to_string())),
         Error::Usage(_) => ("UsageError", None, None, None),
         // The enum may grow: anything else is the base class.
         #[allow(unreachable_patterns)]
-        _ => ("Error", None, None, None),
+        _ => ("SliceOptError", None, None, None),
     };
-    let file = file.map(|p| p.display().to_string());
+    let file = match file {
+        Some(p) => Some(p.display().to_string()),
+        None if !matches!(class, "UsageError") => Some(name.to_string()),
+        None => None,
+    };
     let node = node.filter(|n| !n.is_empty());
+    let op = op.filter(|o| !o.is_empty());
     let build = || -> PyResult<PyErr> {
         let cls = py.import("slice_opt._errors")?.getattr(class)?;
-        let inst = cls.call1((message.clone(), file, node, op, Option::<usize>::None))?;
+        let inst = cls.call1((message.clone(), file, node, op, input))?;
         Ok(PyErr::from_value(inst))
     };
     build().unwrap_or_else(|err| PyRuntimeError::new_err(format!("{message} ({err})")))
+}
+
+/// The node input a malformed-node message starts with: `input 2 names 'x', which no node ...`
+/// (ONNX), `input port 1 is fed by more than one edge` (IR).
+fn input_in_message(message: &str) -> Option<usize> {
+    let rest = message.strip_prefix("input ")?;
+    let rest = rest.strip_prefix("port ").unwrap_or(rest);
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// The input of a slice node that holds the parameter the semantics core refused, where one
+/// input does: ONNX Slice (data, starts, ends, axes, steps), OpenVINO Slice (data, start,
+/// stop, step, axes) and StridedSlice (data, begin, end, stride; the masks are attributes).
+fn slice_input(op: &str, ir: bool, e: &SliceError) -> Option<usize> {
+    use SliceError::*;
+    match (op, ir, e) {
+        ("Slice", false, ZeroStep { .. }) => Some(4),
+        ("Slice", true, ZeroStep { .. }) => Some(3),
+        ("Slice", true, AxisOutOfRange { .. } | RepeatedAxis { .. }) => Some(4),
+        ("StridedSlice", true, ZeroStep { .. } | ShrinkStride { .. }) => Some(3),
+        ("StridedSlice", true, ShrinkOutOfRange { .. }) => Some(1),
+        _ => None,
+    }
+}
+
+/// The keyword arguments of `optimize`, `check` and `info` that shape how a model is read
+/// (a dict from `slice_opt/__init__.py`, every key present). A new one is a field here, a key
+/// there, and a line in [`Settings::apply`].
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Settings {
+    /// `assumptions=`: `--dim` texts (`seq=1..4096`) and `--assume` facts (`k_len >= q_len`).
+    assumptions: Vec<String>,
+}
+
+impl Settings {
+    /// The assumptions: a text with a comparison (`<`, `>`, `==`) is a fact, else a dim's
+    /// bounds.
+    fn assumptions(&self) -> Result<Assumptions, Error> {
+        let usage = |e: dim::AssumptionError| Error::Usage(format!("assumptions: {e}"));
+        self.assumptions
+            .iter()
+            .try_fold(Assumptions::new(), |a, t| {
+                if t.contains(['<', '>']) || t.contains("==") {
+                    a.parse_fact(t).map_err(usage)
+                } else {
+                    a.parse_dim(t).map_err(usage)
+                }
+            })
+    }
+
+    /// Runs `f` under the settings: the assumptions installed on this thread (as the command
+    /// line's `--dim`/`--assume` are for the whole run), then the thread's own restored.
+    fn apply<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+        let before = dim::assume_in_thread(self.assumptions()?);
+        let r = f();
+        dim::assume_in_thread(before);
+        r
+    }
+}
+
+/// True for a model read as OpenVINO IR: a file named `.xml`, not given as bytes.
+fn is_ir(name: &str, data: &Option<Vec<u8>>) -> bool {
+    data.is_none()
+        && Path::new(name)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("xml"))
 }
 
 fn passes(list: Vec<String>) -> Result<Vec<PassKind>, Error> {
@@ -127,7 +220,7 @@ fn optimize_impl(
 /// (atomically) and None is returned in place of the bytes. The GIL is released while the
 /// model is loaded, transformed and saved.
 #[pyfunction]
-#[pyo3(signature = (name, data, output, passes, fold_limit))]
+#[pyo3(signature = (name, data, output, passes, fold_limit, settings))]
 fn optimize<'py>(
     py: Python<'py>,
     name: String,
@@ -135,34 +228,55 @@ fn optimize<'py>(
     output: Option<String>,
     passes: Vec<String>,
     fold_limit: u64,
+    settings: Settings,
 ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
-    let r = py.detach(|| optimize_impl(&name, data, output.as_deref(), passes, fold_limit));
+    let ir = is_ir(&name, &data);
+    let r = py.detach(|| {
+        settings.apply(|| optimize_impl(&name, data, output.as_deref(), passes, fold_limit))
+    });
     match r {
         Ok((b, report)) => Ok((b.map(|b| PyBytes::new(py, &b)), report)),
-        Err(e) => Err(py_err(py, e)),
+        Err(e) => Err(py_err(py, e, &name, ir)),
     }
 }
 
-/// `slice-opt check --format json` of a model: `{"model", "format", "rows": [...]}` as JSON.
+/// `slice-opt check --format json` of a model: `{"model", "format", "rows": [...]}` (and
+/// `assumptions` when there are some) as JSON.
 #[pyfunction]
-#[pyo3(signature = (name, data))]
-fn check(py: Python<'_>, name: String, data: Option<Vec<u8>>) -> PyResult<String> {
-    py.detach(|| -> Result<String, Error> {
-        let model = load(&name, data)?;
-        json(&slice_opt::check::check(&model))
+#[pyo3(signature = (name, data, settings))]
+fn check(
+    py: Python<'_>,
+    name: String,
+    data: Option<Vec<u8>>,
+    settings: Settings,
+) -> PyResult<String> {
+    let ir = is_ir(&name, &data);
+    py.detach(|| {
+        settings.apply(|| {
+            let model = load(&name, data)?;
+            json(&slice_opt::check::check(&model))
+        })
     })
-    .map_err(|e| py_err(py, e))
+    .map_err(|e| py_err(py, e, &name, ir))
 }
 
 /// `slice-opt info --format json` of a model, as JSON.
 #[pyfunction]
-#[pyo3(signature = (name, data))]
-fn info(py: Python<'_>, name: String, data: Option<Vec<u8>>) -> PyResult<String> {
-    py.detach(|| -> Result<String, Error> {
-        let model = load(&name, data)?;
-        json(&slice_opt::check::info(&model))
+#[pyo3(signature = (name, data, settings))]
+fn info(
+    py: Python<'_>,
+    name: String,
+    data: Option<Vec<u8>>,
+    settings: Settings,
+) -> PyResult<String> {
+    let ir = is_ir(&name, &data);
+    py.detach(|| {
+        settings.apply(|| {
+            let model = load(&name, data)?;
+            json(&slice_opt::check::info(&model))
+        })
     })
-    .map_err(|e| py_err(py, e))
+    .map_err(|e| py_err(py, e, &name, ir))
 }
 
 /// The names of the passes, in the order the command line lists them.

@@ -4,7 +4,10 @@
 //! [`Node`]s; an edge ([`Wire`]) goes from an output port of its source to an input port of its
 //! target. Every node remembers where it came from ([`Origin`]) so that a node no pass touched
 //! re-serializes exactly as it was read.
+//!
+//! [`builder::GraphBuilder`] builds a small graph in a few lines for tests, without a model file.
 
+pub mod builder;
 pub mod dialect;
 mod graph;
 mod names;

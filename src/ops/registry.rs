@@ -1,36 +1,19 @@
-//! The ops slice-opt can evaluate on constants, in one table: op name × dialect → family, what
-//! the op needs before it can be evaluated (constant inputs, or only its input's dims), and the
+//! The ops slice-opt evaluates on constants, in one table: op name × dialect → what the op
+//! needs before it can be evaluated (constant inputs, or only its input's dims), and the
 //! function computing its value from typed attributes ([`super::attrs`]) and the evaluator
-//! ([`super::eval`]). The `fold` pass looks a node up here; to fold a new op, add its row and
-//! its function in this file (and, when it is a new kind of computation, the computation in the
-//! `eval/` file of its family).
+//! ([`super::eval`]). The `fold` pass looks a node up here.
+//!
+//! The rows are not written here: each family file of `ops/eval/` declares its own (`OPS`, next
+//! to the functions they name), and [`OPS`] is their concatenation, made at compile time. To
+//! fold a new op, add its row and its function to the `eval/` file of its family (a new family:
+//! a new file there, its `pub mod` in `eval/mod.rs` and its line in [`FAMILIES`]).
 //!
 //! Slices are not in the table: recognising and decoding them needs the graph
 //! (`shape::slice_node`), and `fold` evaluates them with [`super::eval::slice`] directly.
 
-use bytes::Bytes;
-
-use super::attrs::{self, AttrError, CastTo, GatherAxis, ReshapeAttrs, SqueezeAxes};
-use super::eval::{self, Arith, EvalError};
-use crate::ir::{Attr, DType, Format, Node, Tensor, TensorData};
-
-/// The op families, named after the files holding their values (`ops/eval/`) and their shape
-/// rules (`shape/`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    /// `Shape` / `ShapeOf`: the value is the input's dims (`shape/gather.rs`).
-    Shape,
-    /// `Gather` (`eval/slice.rs`, `shape/gather.rs`).
-    Select,
-    /// `Identity`, `Concat`, `Squeeze`, `Unsqueeze`, `Reshape` (`eval/manip.rs`,
-    /// `shape/manip.rs`).
-    Manip,
-    /// `Cast` / `Convert` (`eval/cast.rs`).
-    Cast,
-    /// Integer `Add`, `Sub`, `Mul`, `Div`, `Range`, `ConstantOfShape` (`eval/arith.rs`,
-    /// `shape/elementwise.rs`).
-    Arith,
-}
+use super::attrs::AttrError;
+use super::eval::{self, EvalError};
+use crate::ir::{Format, Node, Tensor};
 
 /// What a node must offer before its op can be evaluated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +41,8 @@ pub struct Inputs<'a> {
 }
 
 impl Inputs<'_> {
-    fn input(&self, port: usize) -> Option<&Tensor> {
+    /// The constant at input `port`, if connected.
+    pub fn input(&self, port: usize) -> Option<&Tensor> {
         self.consts.get(port).copied().flatten()
     }
 }
@@ -91,10 +75,10 @@ pub type Precheck = fn(&Node) -> Result<(), AttrError>;
 pub type EvalFn = fn(&Inputs) -> Result<Tensor, NoEval>;
 
 /// One row of [`OPS`].
+#[derive(Clone, Copy)]
 pub struct OpEntry {
     pub op: &'static str,
     pub dialect: Format,
-    pub family: Family,
     pub needs: Needs,
     /// An attribute check made before the inputs are looked at: its refusal is reported even
     /// when the inputs are not constant.
@@ -102,67 +86,59 @@ pub struct OpEntry {
     pub eval: EvalFn,
 }
 
-const fn row(op: &'static str, dialect: Format, family: Family, eval: EvalFn) -> OpEntry {
+/// A row needing constant inputs, without a precheck (`OpEntry { needs: …, ..row(…) }` for
+/// the others).
+pub const fn row(op: &'static str, dialect: Format, eval: EvalFn) -> OpEntry {
     OpEntry {
         op,
         dialect,
-        family,
         needs: Needs::Constants,
         precheck: None,
         eval,
     }
 }
 
-use Family::*;
-use Format::{Onnx, OpenVino};
+use Format::Onnx;
+
+/// The family files' rows, in the order [`lookup`] tries them.
+const FAMILIES: &[&[OpEntry]] = &[
+    eval::shape_of::OPS,
+    eval::slice::OPS,
+    eval::manip::OPS,
+    eval::cast::OPS,
+    eval::arith::OPS,
+];
+
+const COUNT: usize = {
+    let mut n = 0;
+    let mut f = 0;
+    while f < FAMILIES.len() {
+        n += FAMILIES[f].len();
+        f += 1;
+    }
+    n
+};
+
+/// [`FAMILIES`] end to end, as one array (computed at compile time: a lookup scans one table,
+/// as when the rows were written here).
+const ALL: [OpEntry; COUNT] = {
+    let mut all = [FAMILIES[0][0]; COUNT];
+    let (mut k, mut f) = (0, 0);
+    while f < FAMILIES.len() {
+        let mut r = 0;
+        while r < FAMILIES[f].len() {
+            all[k] = FAMILIES[f][r];
+            k += 1;
+            r += 1;
+        }
+        f += 1;
+    }
+    all
+};
 
 /// Every op evaluated on constants. ONNX rows match the default domain (`""` or `ai.onnx`)
 /// only; OpenVINO rows every opset.
-pub const OPS: &[OpEntry] = &[
-    OpEntry {
-        needs: Needs::InputDims,
-        ..row("Shape", Onnx, Shape, onnx_shape)
-    },
-    OpEntry {
-        needs: Needs::InputDims,
-        ..row("ShapeOf", OpenVino, Shape, ov_shape_of)
-    },
-    row("Identity", Onnx, Manip, identity),
-    row("Gather", Onnx, Select, gather),
-    row("Gather", OpenVino, Select, gather),
-    row("Concat", Onnx, Manip, concat),
-    row("Concat", OpenVino, Manip, concat),
-    row("Squeeze", Onnx, Manip, squeeze),
-    row("Squeeze", OpenVino, Manip, squeeze),
-    row("Unsqueeze", Onnx, Manip, unsqueeze),
-    row("Unsqueeze", OpenVino, Manip, unsqueeze),
-    row("Reshape", Onnx, Manip, reshape),
-    row("Reshape", OpenVino, Manip, reshape),
-    row("Cast", Onnx, Cast, cast),
-    row("Convert", OpenVino, Cast, cast),
-    row("Add", Onnx, Arith, |i| binary(i, Arith::Add)),
-    row("Sub", Onnx, Arith, |i| binary(i, Arith::Sub)),
-    row("Mul", Onnx, Arith, |i| binary(i, Arith::Mul)),
-    row("Div", Onnx, Arith, |i| binary(i, Arith::DivTrunc)),
-    OpEntry {
-        precheck: Some(attrs::ov_numpy_broadcast),
-        ..row("Add", OpenVino, Arith, |i| binary(i, Arith::Add))
-    },
-    OpEntry {
-        precheck: Some(attrs::ov_numpy_broadcast),
-        ..row("Subtract", OpenVino, Arith, |i| binary(i, Arith::Sub))
-    },
-    OpEntry {
-        precheck: Some(attrs::ov_numpy_broadcast),
-        ..row("Multiply", OpenVino, Arith, |i| binary(i, Arith::Mul))
-    },
-    OpEntry {
-        precheck: Some(attrs::ov_numpy_broadcast),
-        ..row("Divide", OpenVino, Arith, ov_divide)
-    },
-    row("Range", Onnx, Arith, range),
-    row("ConstantOfShape", Onnx, Arith, constant_of_shape),
-];
+pub const OPS: &[OpEntry] = &ALL;
 
 /// The row for `node` in a graph of `dialect`, if its op is evaluated.
 pub fn lookup(node: &Node, dialect: Format) -> Option<&'static OpEntry> {
@@ -173,119 +149,10 @@ pub fn lookup(node: &Node, dialect: Format) -> Option<&'static OpEntry> {
         .find(|e| e.dialect == dialect && e.op == node.op_type.as_str())
 }
 
-fn dims_tensor(dims: &[u64]) -> Tensor {
-    let dims: Vec<i64> = dims.iter().map(|&d| d as i64).collect();
-    Tensor::from_i64(vec![dims.len() as u64], &dims)
-}
-
-fn onnx_shape(i: &Inputs) -> Result<Tensor, NoEval> {
-    let (start, end) = attrs::shape_range(i.node, i.dims.len());
-    Ok(dims_tensor(
-        i.dims.get(start..end.max(start)).unwrap_or(&[]),
-    ))
-}
-
-fn ov_shape_of(i: &Inputs) -> Result<Tensor, NoEval> {
-    let t = dims_tensor(i.dims);
-    match attrs::shape_of_type(i.node) {
-        DType::I32 => Ok(eval::cast(&t, DType::I32, i.limit)?),
-        _ => Ok(t),
-    }
-}
-
-fn identity(i: &Inputs) -> Result<Tensor, NoEval> {
-    i.input(0).cloned().ok_or(NoEval::Silent)
-}
-
-fn gather(i: &Inputs) -> Result<Tensor, NoEval> {
-    let data = i.input(0).ok_or(NoEval::Silent)?;
-    let idx = i.input(1).ok_or(NoEval::Silent)?;
-    let axis = GatherAxis::of(i.node, i.dialect, i.input(2))?;
-    let indices = attrs::input_ints(Some(idx))?;
-    Ok(eval::gather(data, &indices, &idx.shape, axis, i.limit)?)
-}
-
-fn concat(i: &Inputs) -> Result<Tensor, NoEval> {
-    let parts: Vec<&Tensor> = i.consts.iter().flatten().copied().collect();
-    Ok(eval::concat(&parts, attrs::concat_axis(i.node), i.limit)?)
-}
-
-fn squeeze(i: &Inputs) -> Result<Tensor, NoEval> {
-    let data = i.input(0).ok_or(NoEval::Silent)?;
-    let axes = SqueezeAxes::of(i.node, i.input(1))?;
-    Ok(eval::reshape(
-        data,
-        eval::squeeze_shape(&data.shape, &axes)?,
-    )?)
-}
-
-fn unsqueeze(i: &Inputs) -> Result<Tensor, NoEval> {
-    let data = i.input(0).ok_or(NoEval::Silent)?;
-    let axes = SqueezeAxes::of(i.node, i.input(1))?;
-    Ok(eval::reshape(
-        data,
-        eval::unsqueeze_shape(&data.shape, &axes)?,
-    )?)
-}
-
-fn reshape(i: &Inputs) -> Result<Tensor, NoEval> {
-    let data = i.input(0).ok_or(NoEval::Silent)?;
-    let target = attrs::input_ints(i.input(1))?;
-    let zero_copies = ReshapeAttrs::of(i.node, i.dialect).zero_copies;
-    let shape = eval::reshape_target(&data.shape, &target, zero_copies)?;
-    Ok(eval::reshape(data, shape)?)
-}
-
-fn cast(i: &Inputs) -> Result<Tensor, NoEval> {
-    let data = i.input(0).ok_or(NoEval::Silent)?;
-    let to = CastTo::of(i.node, i.dialect)?;
-    Ok(eval::cast(data, to, i.limit)?)
-}
-
-/// An element-wise integer operation of two constant inputs; float arithmetic is not shape
-/// arithmetic and is left to the runtime.
-fn binary(i: &Inputs, op: Arith) -> Result<Tensor, NoEval> {
-    match i.consts {
-        [Some(a), Some(b)] if a.dtype.is_index_type() => Ok(eval::arith(a, b, op, i.limit)?),
-        _ => Err(NoEval::Silent),
-    }
-}
-
-fn ov_divide(i: &Inputs) -> Result<Tensor, NoEval> {
-    let op = if attrs::ov_python_div(i.node) {
-        Arith::DivFloor
-    } else {
-        Arith::DivTrunc
-    };
-    binary(i, op)
-}
-
-fn range(i: &Inputs) -> Result<Tensor, NoEval> {
-    match i.consts {
-        [Some(s), Some(e), Some(d)] => Ok(eval::range(s, e, d, i.limit)?),
-        _ => Err(NoEval::Silent),
-    }
-}
-
-/// ONNX `ConstantOfShape`: `value` defaults to one f32 zero.
-fn constant_of_shape(i: &Inputs) -> Result<Tensor, NoEval> {
-    let shape = attrs::input_ints(i.input(0))?;
-    let value = match i.node.attr("value") {
-        Some(Attr::Tensor(t)) => t.as_ref().clone(),
-        None => Tensor {
-            dtype: DType::F32,
-            shape: vec![1],
-            data: TensorData::Raw(Bytes::from(vec![0u8; 4])),
-        },
-        Some(_) => (i.tensor_attr)("value")
-            .ok_or_else(|| NoEval::Skip("ConstantOfShape value is not a readable tensor".into()))?,
-    };
-    Ok(eval::fill(&shape, &value, i.limit)?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Format::{Onnx, OpenVino};
 
     /// Each (op, dialect) has one row, and an ONNX node of another domain is not evaluated.
     #[test]
@@ -303,7 +170,7 @@ mod tests {
         let mut n = Node::op("n", "Add", "com.microsoft");
         assert!(lookup(&n, Onnx).is_none());
         n.domain = "".into();
-        assert_eq!(lookup(&n, Onnx).map(|e| e.family), Some(Arith));
+        assert_eq!(lookup(&n, Onnx).map(|e| e.op), Some("Add"));
         n.op_type = "Subtract".into();
         assert!(lookup(&n, Onnx).is_none());
         assert!(lookup(&n, OpenVino).is_some());

@@ -262,3 +262,61 @@ pub fn ov_list(v: &[i64]) -> Attr {
             .join(","),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::builder::GraphBuilder;
+
+    /// New nodes sit where the node they stand beside is in the output order, right after it
+    /// and in creation order, and take fresh names from its name.
+    #[test]
+    fn placed_and_named_beside() {
+        let mut b = GraphBuilder::onnx();
+        let x = b.input("x", DType::I64, [3]);
+        b.const_i64("s/k", &[0]);
+        let s = b.op("Neg", &[x]).name("s").add();
+        let mut g = b.finish();
+        g.node_mut(s).order = (2, 7);
+        let mut nb = Builder::new(&mut g, Format::Onnx, s);
+        let k = nb.const_i64("k", &[1, 2]);
+        let k2 = nb.const_i64("k", &[3]);
+        let n = nb.std_op("Neg", &[k], Vec::new(), i64_vec(Some(2)));
+        let names: Vec<&str> = [k, k2, n]
+            .iter()
+            .map(|o| g.node(o.node).name.as_str())
+            .collect();
+        assert_eq!(names, ["s/k_1", "s/k_2", "s/neg"]);
+        let orders: Vec<(u32, u32)> = [k, k2, n].iter().map(|o| g.node(o.node).order).collect();
+        assert_eq!(orders, [(2, 8), (2, 9), (2, 10)]);
+        assert_eq!(g.input(n.node, 0), Some(k));
+    }
+
+    /// An i64 input is used as it is; any other integer type is converted: ONNX `Cast` with
+    /// `to` = 7 (TensorProto INT64), OpenVINO `Convert` with `destination_type` `i64`.
+    #[test]
+    fn as_i64_converts_only_other_types() {
+        for (dialect, op, attr, to) in [
+            (Format::Onnx, "Cast", "to", Attr::Int(7)),
+            (
+                Format::OpenVino,
+                "Convert",
+                "destination_type",
+                Attr::String("i64".into()),
+            ),
+        ] {
+            let mut b = GraphBuilder::new(dialect);
+            let wide = b.input("wide", DType::I64, [2]);
+            let narrow = b.input("narrow", DType::I32, [2]);
+            let s = b.op("Abs", &[wide]).name("s").add();
+            let mut g = b.finish();
+            let mut nb = Builder::new(&mut g, dialect, s);
+            assert_eq!(nb.as_i64(wide, Some(2)), wide);
+            let c = nb.as_i64(narrow, Some(2));
+            let n = g.node(c.node);
+            assert_eq!((n.op_type.as_str(), n.attr(attr)), (op, Some(&to)));
+            assert_eq!(n.outputs[0].ty, i64_vec(Some(2)));
+            assert_eq!(g.input(c.node, 0), Some(narrow));
+        }
+    }
+}

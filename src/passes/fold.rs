@@ -1,7 +1,9 @@
 //! Pass `fold`: a Slice or StridedSlice whose data and parameters are constant becomes one
-//! constant; so does the shape arithmetic real exporters put in front of slices (`Shape`,
-//! `Gather`, `Concat`, `Squeeze`, `Unsqueeze`, `Cast`, `Reshape`, `Identity`; OpenVINO `ShapeOf`,
-//! `Gather`, `Concat`, `Squeeze`, `Unsqueeze`, `Convert`, `Reshape`). Unknown ops are never folded.
+//! constant (decoded through `shape::slice_node`, evaluated by `ops::eval::slice`); so does the
+//! shape arithmetic real exporters put in front of slices, every op of the table
+//! `ops::registry::OPS` (`Shape`, `Gather`, `Concat`, `Reshape`, `Cast`, integer `Add`… in
+//! ONNX; `ShapeOf`, `Convert`, `Subtract`… in OpenVINO IR), whose rows and functions the family
+//! files of `ops/eval/` declare. Unknown ops are never folded.
 //!
 //! A folded node is replaced by a constant node that keeps its name and its output's name, so
 //! consumers, graph outputs and subgraph captures see the same value. A constant larger than the

@@ -2,6 +2,7 @@
 //! and the model as tract sees it for one case.
 
 use super::*;
+use crate::semantics::Dim;
 
 pub(super) struct Rng(pub(super) u64);
 
@@ -21,6 +22,70 @@ pub(super) struct InputDecl {
     pub(super) elem_type: i32,
     /// `None`: no shape declared.
     pub(super) dims: Option<Vec<Decl>>,
+    /// Random integer values are drawn below this (see [`index_limit`]).
+    pub(super) high: u64,
+}
+
+/// Integer inputs take random values in `[0, DEFAULT_HIGH)`, or fewer (see [`index_limit`]).
+pub(super) const DEFAULT_HIGH: u64 = 4;
+
+/// The number of rows of the smallest constant table an integer input indexes: a `Gather`
+/// whose indices are the input (through `Cast`, `Reshape`, `Squeeze`, `Unsqueeze`,
+/// `Identity`, `Flatten`) and whose data is an initializer or a `Constant`; the size of its
+/// gathered axis. BERT's `token_type_ids` index a table of 2 rows: a 2 or a 3 there is out of
+/// range (tract panics; ONNX Runtime refuses it), not an input the model admits.
+pub(super) fn index_limit(g: &pb::GraphProto, input: &str) -> Option<u64> {
+    let mut tables: HashMap<&str, &[i64]> = g
+        .initializer
+        .iter()
+        .map(|t| (t.name.as_str(), t.dims.as_slice()))
+        .collect();
+    for n in &g.node {
+        if n.op_type != "Constant" {
+            continue;
+        }
+        let value = n.attribute.iter().find(|a| a.name == "value");
+        if let (Some(o), Some(t)) = (n.output.first(), value.and_then(|a| a.t.as_ref())) {
+            tables.insert(o.as_str(), t.dims.as_slice());
+        }
+    }
+    let mut derived: HashSet<&str> = HashSet::from([input]);
+    let mut limit: Option<u64> = None;
+    for n in &g.node {
+        let first = n.input.first().map(String::as_str).unwrap_or("");
+        match n.op_type.as_str() {
+            "Cast" | "Reshape" | "Squeeze" | "Unsqueeze" | "Identity" | "Flatten"
+                if derived.contains(first) =>
+            {
+                derived.extend(n.output.iter().map(String::as_str));
+            }
+            "Gather" if n.input.len() == 2 && derived.contains(n.input[1].as_str()) => {
+                let Some(dims) = tables.get(n.input[0].as_str()) else {
+                    continue;
+                };
+                let axis = n
+                    .attribute
+                    .iter()
+                    .find(|a| a.name == "axis")
+                    .map_or(0, |a| a.i);
+                let axis = if axis < 0 {
+                    axis + dims.len() as i64
+                } else {
+                    axis
+                };
+                let rows = usize::try_from(axis)
+                    .ok()
+                    .and_then(|a| dims.get(a))
+                    .and_then(|&d| u64::try_from(d).ok())
+                    .filter(|&d| d >= 1);
+                if let Some(rows) = rows {
+                    limit = Some(limit.map_or(rows, |l| l.min(rows)));
+                }
+            }
+            _ => {}
+        }
+    }
+    limit
 }
 
 #[derive(Debug, Clone)]
@@ -59,6 +124,7 @@ pub(super) fn graph_inputs(g: &pb::GraphProto) -> Vec<InputDecl> {
                 .and_then(|t| t.value.as_ref())
                 .map(|pb::type_proto::Value::TensorType(t)| t);
             InputDecl {
+                high: index_limit(g, &i.name).map_or(DEFAULT_HIGH, |l| l.min(DEFAULT_HIGH)),
                 name: i.name.clone(),
                 elem_type: tt.map(|t| t.elem_type).unwrap_or(0),
                 dims: tt.and_then(|t| t.shape.as_ref()).map(|s| {
@@ -98,42 +164,112 @@ pub(super) fn scalar_of(t: &pb::TensorProto) -> Option<i64> {
 pub(super) type Binding = (Vec<Vec<usize>>, BTreeMap<String, usize>);
 
 /// Concrete shapes of the non-control inputs for one try, or why not.
+///
+/// Each declared dim is read as the expression it is, with the symbols `rel` solved for
+/// replaced by what they stand for ([`Relations::dim`]). A symbol gets its size from `bind`,
+/// else from the first input axis it stands alone on, else from the first axis of an expression
+/// it is part of (`sizes` by the axis' position); every dim is then evaluated. The sizes
+/// returned are those of every symbol the inputs name, the ones solved for included.
 pub(super) fn bind_shapes(
     inputs: &[&InputDecl],
     bind: &BTreeMap<String, usize>,
     sizes: (usize, usize, usize),
+    rel: &Relations,
 ) -> Result<Binding, String> {
-    let mut names: BTreeMap<String, usize> = bind.clone();
-    let mut used: BTreeMap<String, usize> = BTreeMap::new();
-    let mut shapes = Vec::new();
+    let mut names: HashMap<String, i64> = bind
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), i64::try_from(*v).ok()?)))
+        .collect();
+    let mut decls: Vec<Vec<(Option<Dim>, usize)>> = Vec::new();
     for i in inputs {
         let dims = i
             .dims
             .as_ref()
             .ok_or_else(|| format!("input '{}' has no declared shape", i.name))?;
-        let mut shape = Vec::new();
-        for (axis, d) in dims.iter().enumerate() {
-            let fallback = if axis + 1 == dims.len() {
-                sizes.2
-            } else if axis == 0 {
-                sizes.0
-            } else {
-                sizes.1
-            };
-            let v = match d {
-                Decl::Known(v) if *v >= 0 => *v as usize,
-                Decl::Param(p) => {
-                    let v = *names.entry(p.clone()).or_insert(fallback);
-                    used.insert(p.clone(), v);
-                    v
+        let row = dims
+            .iter()
+            .enumerate()
+            .map(|(axis, d)| {
+                let fallback = if axis + 1 == dims.len() {
+                    sizes.2
+                } else if axis == 0 {
+                    sizes.0
+                } else {
+                    sizes.1
+                };
+                let dim = match d {
+                    Decl::Known(v) if *v >= 0 => Some(Dim::known(*v)),
+                    Decl::Param(p) => Some(rel.dim(p)),
+                    _ => None,
+                };
+                (dim, fallback)
+            })
+            .collect();
+        decls.push(row);
+    }
+    // Symbols standing alone on an axis first, then those only met inside expressions.
+    for alone in [true, false] {
+        for (d, fallback) in decls.iter().flatten() {
+            let Some(d) = d else { continue };
+            let symbols = d.symbols();
+            if alone && symbols.len() != 1 {
+                continue;
+            }
+            for s in symbols {
+                if alone && d.to_onnx().as_deref() != Some(s.name()) {
+                    continue;
                 }
-                _ => fallback,
+                names
+                    .entry(s.name().to_string())
+                    .or_insert(i64::try_from(*fallback).unwrap_or(i64::MAX));
+            }
+        }
+    }
+    let mut shapes = Vec::with_capacity(inputs.len());
+    for (i, row) in inputs.iter().zip(&decls) {
+        let mut shape = Vec::with_capacity(row.len());
+        for (axis, (d, fallback)) in row.iter().enumerate() {
+            let v = match d {
+                None => *fallback,
+                Some(d) => {
+                    let v = d.eval(&names).ok_or_else(|| {
+                        format!("input '{}' axis {axis}: cannot evaluate {d}", i.name)
+                    })?;
+                    usize::try_from(v).ok().filter(|&v| v >= 1).ok_or_else(|| {
+                        format!(
+                            "input '{}' axis {axis}: {} is {v} with {}",
+                            i.name,
+                            d.to_onnx().unwrap_or_default(),
+                            show_sizes(&names)
+                        )
+                    })?
+                }
             };
             shape.push(v);
         }
         shapes.push(shape);
     }
+    // Every symbol the declarations name, solved ones included (`total` of `total = past +
+    // seq`), for the graph's other declarations and the verdict.
+    let mut used: BTreeMap<String, usize> = BTreeMap::new();
+    for i in inputs {
+        for d in i.dims.iter().flatten() {
+            let Decl::Param(p) = d else { continue };
+            for s in param_dim(p).symbols() {
+                let e = rel.dim(s.name());
+                if let Some(v) = e.eval(&names).and_then(|v| usize::try_from(v).ok()) {
+                    used.insert(s.name().to_string(), v);
+                }
+            }
+        }
+    }
     Ok((shapes, used))
+}
+
+fn show_sizes(names: &HashMap<String, i64>) -> String {
+    let mut v: Vec<String> = names.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    v.sort();
+    v.join(", ")
 }
 
 pub(super) fn input_bytes(inputs: &[&InputDecl], shapes: &[Vec<usize>]) -> Option<u64> {
@@ -176,13 +312,13 @@ pub(super) fn random_tensor(
         I64 => Tensor::from_shape(
             shape,
             &(0..count)
-                .map(|_| (rng.next() % 4) as i64)
+                .map(|_| (rng.next() % input.high) as i64)
                 .collect::<Vec<i64>>(),
         ),
         I32 => Tensor::from_shape(
             shape,
             &(0..count)
-                .map(|_| (rng.next() % 4) as i32)
+                .map(|_| (rng.next() % input.high) as i32)
                 .collect::<Vec<i32>>(),
         ),
         BOOL => Tensor::from_shape(
@@ -328,6 +464,18 @@ pub(super) struct Bound {
     pub(super) names: BTreeMap<String, usize>,
     pub(super) plan: Runnable,
     pub(super) sizes: Sizes,
+    /// Which of the relations tried served (0: those found; see `bind_cases`).
+    pub(super) relations: usize,
+}
+
+/// How a verdict on a model with an op tract-onnx lacks begins.
+pub(super) const UNIMPLEMENTED: &str = "tract-onnx does not implement the op";
+
+/// The op tract names in an error as not implemented (`Unimplemented(Loop)`), if any.
+pub(super) fn unimplemented_op(e: &str) -> Option<&str> {
+    let at = e.find("Unimplemented(")? + "Unimplemented(".len();
+    let op = e[at..].split(')').next()?;
+    (!op.is_empty() && op.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(op)
 }
 
 pub(super) enum BindError {
@@ -346,12 +494,29 @@ pub(super) fn find_binding(
     case: &[(&InputDecl, i64)],
     order: &[Sizes],
     opts: &VerifyOptions,
+    rel: &Relations,
 ) -> Result<Bound, BindError> {
     let mut first_error = None;
     let mut last_error = None;
     let mut tries = 0;
     for &sizes in order {
-        let (shapes, names) = bind_shapes(data, &opts.bind, sizes).map_err(BindError::Fatal)?;
+        let (shapes, names) = match bind_shapes(data, &opts.bind, sizes, rel) {
+            Ok(b) => b,
+            Err(e) => {
+                // These sizes make a dim the model states as an expression zero or negative
+                // (`past = total - seq` with total = seq): the next ones may not.
+                if first_error.is_none() {
+                    first_error = Some(e.clone());
+                }
+                last_error = Some(e);
+                continue;
+            }
+        };
+        if let Some(why) = rel.contradiction(&names) {
+            return Err(BindError::Fatal(format!(
+                "the sizes contradict a relation the model states: {why}"
+            )));
+        }
         match input_bytes(data, &shapes) {
             Some(n) if n <= opts.max_input_bytes => {}
             n => {
@@ -399,9 +564,14 @@ pub(super) fn find_binding(
                     names,
                     plan,
                     sizes,
+                    relations: 0,
                 })
             }
             Err(e) => {
+                // No size makes tract implement an op: say which, and try no other.
+                if let Some(op) = unimplemented_op(&e) {
+                    return Err(BindError::NoSize(format!("{UNIMPLEMENTED} {op}: {e}")));
+                }
                 if first_error.is_none() {
                     first_error = Some(e.clone());
                 }

@@ -11,11 +11,23 @@
 //!   original is kept. One name gets one size everywhere (the first input axis that names it
 //!   decides). The search is made for each case (control values, below) on its own, the sizes
 //!   that served the previous case first: a model may take other sizes for other values.
+//! - The search keeps the relations the model states between its input dims (see
+//!   `verify/relations.rs`): a declared dim that is an expression (`past_sequence_length +
+//!   sequence_length`) is bound as that expression of its symbols' sizes; dims that meet in a
+//!   broadcast, a `Concat` or a `MatMul` (our own shape propagation) are unified
+//!   (`total = past + seq`); a `--bind` that contradicts one is reported as not verified. When
+//!   no size runs the original under them, a few relations are assumed in turn (a mask's
+//!   length the sum of two other dims), and the verdict names the one kept. Integer inputs
+//!   that index a constant table take values below its number of rows. The verdict prints
+//!   every symbol's size and the shape of each input declared with an expression or an
+//!   unknown dim.
 //! - A scalar integer or boolean input that the graph compares with `Equal` (through `Cast`,
 //!   `Reshape`, `Squeeze`, `Unsqueeze`, `Gather`, `Identity`) or that feeds an `If` condition is
 //!   a *control input*: it is fixed as a constant before tract's analysis, once per value: every
 //!   constant it is compared with and half the smallest of them (a value equal to none), `true`
 //!   and `false` for a boolean. So an `If` on such an input runs with both branch outcomes.
+//!   The branch taken is inlined with its values renamed apart from the graph's (a branch may
+//!   name its output like its `If`, as optimum's merged decoders do).
 //! - Inputs whose total size is above [`VerifyOptions::max_input_bytes`] (1 GiB by default), or a
 //!   model whose intermediate tensors would be, are not run: "not verified: inputs too large to
 //!   run". A panic inside tract is caught and reported as not verified.
@@ -47,10 +59,12 @@ use crate::formats::onnx::OnnxModel;
 
 mod branches;
 mod inputs;
+mod relations;
 mod run;
 
 use branches::*;
 use inputs::*;
+use relations::{param_dim, Relations};
 use run::Runnable;
 use run::*;
 pub use run::{alloc_limit, charge, refund, LARGE};
@@ -190,11 +204,17 @@ fn show_bound(
 ) -> String {
     let mut parts: Vec<String> = names.iter().map(|(k, v)| format!("{k}={v}")).collect();
     for (d, s) in data.iter().zip(shapes) {
-        let unnamed = d
-            .dims
-            .iter()
-            .flatten()
-            .any(|x| !matches!(x, Decl::Param(_)) && !matches!(x, Decl::Known(v) if *v >= 0));
+        // An unknown dim, or one declared as an expression (`past_sequence_length +
+        // sequence_length`): the input's shape says what it was given.
+        let unnamed = d.dims.iter().flatten().any(|x| match x {
+            Decl::Known(v) => *v < 0,
+            Decl::Param(p) => {
+                let d = param_dim(p);
+                let s = d.symbols();
+                s.len() != 1 || d.to_onnx().as_deref() != Some(s[0].name())
+            }
+            Decl::Unknown => true,
+        });
         if unnamed {
             let dims: Vec<String> = s.iter().map(|v| v.to_string()).collect();
             parts.push(format!("{}={}", d.name, dims.join("x")));
@@ -233,6 +253,19 @@ pub fn verify_onnx_with(
     if let Some(why) = beyond_tract(&a) {
         return Verification::NotVerified(why);
     }
+    // What the model states between its input dims, kept by the size search.
+    let rel = relations::find(original, &opts.bind);
+    let mut rels = vec![rel.clone()];
+    if let Some(g) = a.graph.as_ref() {
+        let decls = graph_inputs(g);
+        let (_, data) = split_inputs(g, &decls);
+        rels.extend(relations::candidates(original, &opts.bind, &rel, &data));
+    }
+    if let Some(c) = rel.conflicts.first() {
+        return Verification::NotVerified(format!(
+            "the sizes given contradict a relation the model states: {c}"
+        ));
+    }
     // Constants a small file can describe (a Range of 240 million floats) are made by tract's
     // analysis itself: counted here first, before tract computes them.
     let constants = a.graph.as_ref().map_or(0, constant_bytes);
@@ -252,7 +285,7 @@ pub fn verify_onnx_with(
         .stack_size(64 << 20)
         .spawn(move || {
             let _budget = Budget::start(budget);
-            let _ = tx.send(verify_protos(a, b, dir, &opts));
+            let _ = tx.send(verify_protos(a, b, dir, &opts, &rels));
         });
     if let Err(e) = worker {
         return Verification::NotVerified(format!("cannot start the verification thread: {e}"));
@@ -275,6 +308,7 @@ fn verify_protos(
     b: pb::ModelProto,
     dir: std::path::PathBuf,
     opts: &VerifyOptions,
+    rels: &[Relations],
 ) -> Verification {
     let Some(graph) = a.graph.as_ref() else {
         return Verification::NotVerified("the model has no graph".into());
@@ -282,7 +316,7 @@ fn verify_protos(
     let decls = graph_inputs(graph);
     let (controls, data) = split_inputs(graph, &decls);
     let cases = control_cases(&controls);
-    let bound = match bind_cases(&a, &dir, &data, &cases, opts) {
+    let bound = match bind_cases(&a, &dir, &data, &cases, opts, rels) {
         Ok(bound) => bound,
         Err(v) => return v,
     };
@@ -308,7 +342,12 @@ fn verify_protos(
         match not_run {
             None => {
                 verified_cases.push(label);
-                bindings.push(show_bound(&data, &found.shapes, &found.names));
+                let mut shown = show_bound(&data, &found.shapes, &found.names);
+                let relations = rels.get(found.relations).map(|r| r.describe());
+                if let Some(r) = relations.filter(|r| !r.is_empty()) {
+                    shown = format!("{shown}; {r}");
+                }
+                bindings.push(shown);
             }
             Some(e) => unverified.push(e),
         }
@@ -379,31 +418,72 @@ fn labelled(label: &str, msg: &str) -> String {
 /// Each case gets its binding: the first try of the sizes with which tract runs the original
 /// in that case (a control value may need other sizes than the others: silero-vad takes 512
 /// samples at sr=16000 and 256 at sr=8000). Sizes that served a case are tried first next.
-/// `Err`: the verification cannot run at all.
+/// The relations found (`rels[0]`) are kept; when no size runs the original under them, the
+/// relations assumed in turn (`rels[1..]`, [`relations::candidates`]) with [`DISTINCT_SIZES`],
+/// then the first [`CANDIDATE_SIZES`] sizes. `Err`: the verification cannot run at all.
 fn bind_cases(
     a: &pb::ModelProto,
     dir: &Path,
     data: &[&InputDecl],
     cases: &[Vec<(&InputDecl, i64)>],
     opts: &VerifyOptions,
+    rels: &[Relations],
 ) -> Result<Vec<Result<Bound, String>>, Verification> {
     let mut order: Vec<Sizes> = DEFAULT_SIZES.to_vec();
     let mut bound = Vec::with_capacity(cases.len());
+    // The relations that served the last case are tried first.
+    let mut first_rel = 0;
     for case in cases {
-        match find_binding(a, dir, data, case, &order, opts) {
-            Err(BindError::Fatal(e)) => return Err(Verification::NotVerified(e)),
-            Err(BindError::NoSize(e)) => bound.push(Err(e)),
-            Ok(found) => {
-                if let Some(i) = order.iter().position(|s| *s == found.sizes) {
-                    let s = order.remove(i);
-                    order.insert(0, s);
+        let mut tries: Vec<usize> = vec![first_rel];
+        tries.extend((0..rels.len()).filter(|&r| r != first_rel));
+        let mut outcome = None;
+        for r in tries {
+            let sizes: Vec<Sizes> = if r == 0 {
+                order.clone()
+            } else {
+                std::iter::once(DISTINCT_SIZES)
+                    .chain(order.iter().copied().take(CANDIDATE_SIZES))
+                    .collect()
+            };
+            match find_binding(a, dir, data, case, &sizes, opts, &rels[r]) {
+                Err(BindError::Fatal(e)) if r == 0 => return Err(Verification::NotVerified(e)),
+                // An assumed relation the sizes cannot meet: the next one.
+                Err(BindError::Fatal(_)) => {}
+                Err(BindError::NoSize(e)) => {
+                    let lacking = e.starts_with(UNIMPLEMENTED);
+                    // The message of the relations found, not of a candidate's.
+                    if r == 0 || outcome.is_none() {
+                        outcome = Some(Err(e));
+                    }
+                    // Sizes do not give tract an op it lacks.
+                    if lacking {
+                        break;
+                    }
                 }
-                bound.push(Ok(found));
+                Ok(mut found) => {
+                    found.relations = r;
+                    first_rel = r;
+                    if let Some(i) = order.iter().position(|s| *s == found.sizes) {
+                        let s = order.remove(i);
+                        order.insert(0, s);
+                    }
+                    outcome = Some(Ok(found));
+                    break;
+                }
             }
         }
+        bound.push(outcome.unwrap_or_else(|| Err("no relations to try".into())));
     }
     Ok(bound)
 }
+
+/// With an assumed relation, only this many of the sizes are tried (after [`DISTINCT_SIZES`]).
+pub const CANDIDATE_SIZES: usize = 2;
+
+/// The sizes tried first with an assumed relation: each axis position its own size, so that
+/// the dims a candidate adds up differ (a past of 3 and a sequence of 4 make a mask of 7, which
+/// `batch + seq` does not), and tract's run tells the candidates apart.
+pub const DISTINCT_SIZES: Sizes = (2, 3, 4);
 
 /// Runs the original (its plan in `found`) and the transformed model `b` on `opts.runs` seeded
 /// random input sets of one case and compares their outputs. `Ok((outputs compared, None))`

@@ -81,12 +81,19 @@ pub(super) fn build(
                         shape.len()
                     );
                 }
-                let bytes = shape.iter().try_fold(dt.size_of() as u64, |n, d| {
-                    d.to_i64()
-                        .ok()
-                        .and_then(|d| u64::try_from(d).ok())
-                        .and_then(|d| n.checked_mul(d))
-                });
+                // A dim tract's analysis leaves symbolic (a size known only once the model
+                // runs: a `NonZero`, a `Range` of computed bounds) is not known here; the
+                // allocation limit guards such a tensor when it is made.
+                let Some(dims) = shape
+                    .iter()
+                    .map(|d| d.to_i64().ok().and_then(|d| u64::try_from(d).ok()))
+                    .collect::<Option<Vec<u64>>>()
+                else {
+                    continue;
+                };
+                let bytes = dims
+                    .iter()
+                    .try_fold(dt.size_of() as u64, |n, &d| n.checked_mul(d));
                 total = bytes.and_then(|b| total.checked_add(b)).unwrap_or(u64::MAX);
             }
         }

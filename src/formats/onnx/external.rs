@@ -2,18 +2,20 @@
 //! copies beside the model, and which the file it replaces still uses.
 
 use super::proto::TensorProto;
-use super::write::Source;
+use super::write::{encoded_node_locations, encoded_tensor_location, Out, Source};
 use super::*;
 
 /// The external data files a model references that a save to `to` copies beside it (when
 /// `to` is in another directory than `from`), as `(source, destination)`. `skip` is a location
 /// written by this save, not copied. Sources are checked like when loading: regular files inside
 /// the model's directory after resolving links.
+/// `renames` (location read → location written, [`output_names`]) gives the name of a copy.
 pub(super) fn external_copies(
     from: &Path,
     to: &Path,
     g: Option<&GraphOut<'_>>,
     skip: Option<&str>,
+    renames: &[(String, String)],
 ) -> Result<Vec<(PathBuf, PathBuf)>> {
     let Some(g) = g else { return Ok(Vec::new()) };
     let dir_of = |p: &Path| match p.parent() {
@@ -54,7 +56,11 @@ pub(super) fn external_copies(
                     message: format!("external data '{loc}': {m}"),
                 }
             })?;
-        let dst = tensor::resolve_location(&dst_dir, loc).map_err(|m| fmt_err(to, m))?;
+        let written = renames
+            .iter()
+            .find(|(read, _)| read == loc)
+            .map_or(loc, |(_, w)| w.as_str());
+        let dst = tensor::resolve_location(&dst_dir, written).map_err(|m| fmt_err(to, m))?;
         Ok((src, dst))
     };
     let mut pairs = files
@@ -73,6 +79,121 @@ pub(super) fn external_copies(
     pairs.sort_by(|a, b| a.1.cmp(&b.1));
     pairs.dedup_by(|a, b| a.1 == b.1);
     Ok(pairs)
+}
+
+/// The names the external data files of a model saved to `to` take beside it when they are
+/// copied there (`to` in another directory than `from`): named after the output, as exporters
+/// name them after the model (`out.onnx.data`; a second file `out.onnx.1.data`, ...), so the
+/// outputs of several models written to one directory do not claim one name (two exports
+/// `a/model.onnx` and `b/model.onnx`, each with its `model.onnx.data`, saved as `out/a.onnx` and
+/// `out/b.onnx`). `(location read, location written)` for each location that changes; none
+/// when the files stay where they are, or when a location is named by a node's tensor or a
+/// subgraph, or by a tensor's other `location` entries (those keep their names).
+pub(super) fn output_names(
+    from: &Path,
+    to: &Path,
+    g: Option<&GraphOut<'_>>,
+) -> Vec<(String, String)> {
+    let Some(g) = g else { return Vec::new() };
+    let dir_of = |p: &Path| match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let same = match (
+        std::fs::canonicalize(dir_of(from)),
+        std::fs::canonicalize(dir_of(to)),
+    ) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let Some(name) = to.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    if same {
+        return Vec::new();
+    }
+    let mut read: Vec<String> = Vec::new();
+    let mut all: Vec<String> = Vec::new();
+    for t in &g.initializer {
+        match (t.encoded(), t) {
+            (Some(b), _) => {
+                encoded_tensor_location(b, &mut read, false);
+                encoded_tensor_location(b, &mut all, true);
+            }
+            (None, Out::Record(r)) => {
+                tensor::push_locations(r, &mut read, false);
+                tensor::push_locations(r, &mut all, true);
+            }
+            (None, _) => {}
+        }
+    }
+    let mut in_nodes: Vec<String> = Vec::new();
+    for n in &g.node {
+        match (n.encoded(), n) {
+            (Some(b), _) => encoded_node_locations(b, &mut in_nodes, true),
+            (None, Out::Record(r)) => tensor::node_external_locations(r, &mut in_nodes, true),
+            (None, _) => {}
+        }
+    }
+    read.sort();
+    read.dedup();
+    all.sort();
+    all.dedup();
+    if read.is_empty() || !in_nodes.is_empty() || all != read {
+        return Vec::new();
+    }
+    // Locations that name one file in two ways (`w.bin`, `./w.bin`) keep their names.
+    let mut files: Vec<PathBuf> = read
+        .iter()
+        .filter_map(|l| tensor::resolve_location(Path::new(""), l).ok())
+        .collect();
+    files.sort();
+    files.dedup();
+    if files.len() != read.len() {
+        return Vec::new();
+    }
+    read.iter()
+        .enumerate()
+        .map(|(k, l)| {
+            let w = if k == 0 {
+                format!("{name}.data")
+            } else {
+                format!("{name}.{k}.data")
+            };
+            (l.clone(), w)
+        })
+        .filter(|(l, w)| l != w)
+        .collect()
+}
+
+/// Rewrites the `location` entries of `g`'s initializers by `renames` ([`output_names`]).
+pub(super) fn rename_locations(g: &mut GraphOut<'_>, renames: &[(String, String)]) {
+    if renames.is_empty() {
+        return;
+    }
+    for t in g.initializer.iter_mut() {
+        if let Some(b) = t.encoded() {
+            let mut locs = Vec::new();
+            encoded_tensor_location(b, &mut locs, true);
+            if !locs.iter().any(|l| renames.iter().any(|(r, _)| r == l)) {
+                continue;
+            }
+        }
+        let Ok(Some(t)) = t.to_mut_if(|t| t.data_location == Some(1)) else {
+            continue;
+        };
+        for e in &mut t.external_data {
+            if e.key.as_deref() != Some("location") {
+                continue;
+            }
+            if let Some((_, w)) = renames
+                .iter()
+                .find(|(r, _)| Some(r.as_str()) == e.value.as_deref())
+            {
+                e.value = Some(w.clone());
+            }
+        }
+    }
 }
 
 /// The external data files of the ONNX model now at `path` (the one a save replaces), which

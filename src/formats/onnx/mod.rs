@@ -421,16 +421,19 @@ impl OnnxModel {
             )),
             Some(_) => Some(self.rebuilt_parts()?),
         };
+        // External data copied to another directory is named after the output; the files
+        // are listed under the names read, then the tensors take the new names.
+        let renames = output_names(&self.path, path, graph.as_ref());
+        let copies = external_copies(&self.path, path, graph.as_ref(), None, &renames)?;
         let mut data = None;
-        if let (Some(g), false) = (graph.as_mut(), self.is_untouched()) {
-            data = self.externalize(g, path);
+        if let Some(g) = graph.as_mut() {
+            rename_locations(g, &renames);
+            if !self.is_untouched() {
+                let written: Vec<String> = renames.iter().map(|(_, w)| w.clone()).collect();
+                data = self.externalize(g, path, &written);
+            }
         }
         let graph = graph.as_ref();
-        let new_location = data
-            .as_ref()
-            .and_then(|(p, _)| p.file_name())
-            .map(|n| n.to_string_lossy().into_owned());
-        let copies = external_copies(&self.path, path, graph, new_location.as_deref())?;
         // One output plan: every file this save writes, checked before anything is written.
         let mut plan = crate::formats::output::OutputPlan::new();
         for i in &self.inputs {
@@ -493,6 +496,7 @@ impl OnnxModel {
         &self,
         g: &mut GraphOut<'_>,
         path: &Path,
+        written: &[String],
     ) -> Option<(PathBuf, Vec<(u64, Bytes)>)> {
         let orig = self.proto.graph.as_ref()?;
         let uses_external = self.uses_external;
@@ -521,7 +525,8 @@ impl OnnxModel {
         if !uses_external && !too_big {
             return None;
         }
-        let mut taken: Vec<String> = Vec::new();
+        // The locations read, and those the copies of their files take (`written`).
+        let mut taken: Vec<String> = written.to_vec();
         tensor::external_locations(orig, &mut taken, true);
         for n in &self.records.nodes {
             write::encoded_node_locations(n, &mut taken, true);

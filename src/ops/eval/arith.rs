@@ -1,10 +1,13 @@
 //! Values of the integer arithmetic that feeds shapes: element-wise `Add`/`Sub`/`Mul`/`Div`
-//! with numpy broadcasting, `Range`, `ConstantOfShape`. Their shape rules are in
-//! `shape/elementwise.rs`.
+//! with numpy broadcasting, `Range`, `ConstantOfShape`, and their rows of the fold table (`OPS`,
+//! near the end). Their shape rules are in `shape/elementwise.rs` and `shape/gather.rs`.
 
 use bytes::Bytes;
 
-use crate::ir::{DType, Tensor, TensorData};
+use crate::ir::Format::{Onnx, OpenVino};
+use crate::ir::{Attr, DType, Tensor, TensorData};
+use crate::ops::attrs;
+use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
 use super::{cast, check_size, count, EvalError};
 
@@ -179,6 +182,76 @@ pub fn fill(shape: &[i64], value: &Tensor, limit: u64) -> Result<Tensor, EvalErr
         shape,
         data: TensorData::Raw(Bytes::from(buf)),
     })
+}
+
+// The ops of this family that `fold` evaluates on constants: their rows of
+// `ops::registry::OPS`, and the functions reading a node's inputs and attributes.
+
+/// Rows of [`crate::ops::registry::OPS`].
+pub(crate) const OPS: &[OpEntry] = &[
+    row("Add", Onnx, |i| binary_node(i, Arith::Add)),
+    row("Sub", Onnx, |i| binary_node(i, Arith::Sub)),
+    row("Mul", Onnx, |i| binary_node(i, Arith::Mul)),
+    row("Div", Onnx, |i| binary_node(i, Arith::DivTrunc)),
+    OpEntry {
+        precheck: Some(attrs::ov_numpy_broadcast),
+        ..row("Add", OpenVino, |i| binary_node(i, Arith::Add))
+    },
+    OpEntry {
+        precheck: Some(attrs::ov_numpy_broadcast),
+        ..row("Subtract", OpenVino, |i| binary_node(i, Arith::Sub))
+    },
+    OpEntry {
+        precheck: Some(attrs::ov_numpy_broadcast),
+        ..row("Multiply", OpenVino, |i| binary_node(i, Arith::Mul))
+    },
+    OpEntry {
+        precheck: Some(attrs::ov_numpy_broadcast),
+        ..row("Divide", OpenVino, ov_divide_node)
+    },
+    row("Range", Onnx, range_node),
+    row("ConstantOfShape", Onnx, constant_of_shape_node),
+];
+
+/// An element-wise integer operation of two constant inputs; float arithmetic is not shape
+/// arithmetic and is left to the runtime.
+fn binary_node(i: &Inputs, op: Arith) -> Result<Tensor, NoEval> {
+    match i.consts {
+        [Some(a), Some(b)] if a.dtype.is_index_type() => Ok(arith(a, b, op, i.limit)?),
+        _ => Err(NoEval::Silent),
+    }
+}
+
+fn ov_divide_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let op = if attrs::ov_python_div(i.node) {
+        Arith::DivFloor
+    } else {
+        Arith::DivTrunc
+    };
+    binary_node(i, op)
+}
+
+fn range_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    match i.consts {
+        [Some(s), Some(e), Some(d)] => Ok(range(s, e, d, i.limit)?),
+        _ => Err(NoEval::Silent),
+    }
+}
+
+/// ONNX `ConstantOfShape`: `value` defaults to one f32 zero.
+fn constant_of_shape_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let shape = attrs::input_ints(i.input(0))?;
+    let value = match i.node.attr("value") {
+        Some(Attr::Tensor(t)) => t.as_ref().clone(),
+        None => Tensor {
+            dtype: DType::F32,
+            shape: vec![1],
+            data: TensorData::Raw(Bytes::from(vec![0u8; 4])),
+        },
+        Some(_) => (i.tensor_attr)("value")
+            .ok_or_else(|| NoEval::Skip("ConstantOfShape value is not a readable tensor".into()))?,
+    };
+    Ok(fill(&shape, &value, i.limit)?)
 }
 
 #[cfg(test)]

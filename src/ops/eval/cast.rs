@@ -1,8 +1,12 @@
-//! Values of `Cast` (ONNX) and `Convert` (OpenVINO) on numeric tensors.
+//! Values of `Cast` (ONNX) and `Convert` (OpenVINO) on numeric tensors, and their rows of the
+//! fold table (`OPS`, near the end).
 
 use bytes::Bytes;
 
+use crate::ir::Format::{Onnx, OpenVino};
 use crate::ir::{DType, Tensor, TensorData};
+use crate::ops::attrs::CastTo;
+use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
 use super::{check_size, count, EvalError};
 
@@ -99,6 +103,21 @@ pub fn cast(t: &Tensor, to: DType, limit: u64) -> Result<Tensor, EvalError> {
         shape: t.shape.clone(),
         data: TensorData::Raw(Bytes::from(out)),
     })
+}
+
+// The ops of this family that `fold` evaluates on constants: their rows of
+// `ops::registry::OPS`, and the functions reading a node's inputs and attributes.
+
+/// Rows of [`crate::ops::registry::OPS`].
+pub(crate) const OPS: &[OpEntry] = &[
+    row("Cast", Onnx, cast_node),
+    row("Convert", OpenVino, cast_node),
+];
+
+fn cast_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let data = i.input(0).ok_or(NoEval::Silent)?;
+    let to = CastTo::of(i.node, i.dialect)?;
+    Ok(cast(data, to, i.limit)?)
 }
 
 #[cfg(test)]

@@ -1,9 +1,14 @@
 //! Values of the shape-manipulating ops: `Concat`, `Reshape` (and its target with `0` and
-//! `-1`), `Squeeze`, `Unsqueeze`. Their shape rules are in `shape/manip.rs`.
+//! `-1`), `Squeeze`, `Unsqueeze`, `Identity`; their rows of the fold table (`OPS`, near the
+//! end). Their shape rules are in `shape/manip.rs` and `shape/reshape.rs` (Identity's in
+//! `shape/elementwise.rs`).
 
 use bytes::Bytes;
 
+use crate::ir::Format::{Onnx, OpenVino};
 use crate::ir::{DType, Tensor, TensorData};
+use crate::ops::attrs::{self, ReshapeAttrs, SqueezeAxes};
+use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
 use super::{check_size, count, EvalError};
 
@@ -190,6 +195,51 @@ pub fn unsqueeze_shape(shape: &[u64], axes: &[i64]) -> Result<Vec<u64>, EvalErro
             }
         })
         .collect())
+}
+
+// The ops of this family that `fold` evaluates on constants: their rows of
+// `ops::registry::OPS`, and the functions reading a node's inputs and attributes.
+
+/// Rows of [`crate::ops::registry::OPS`].
+pub(crate) const OPS: &[OpEntry] = &[
+    row("Identity", Onnx, identity_node),
+    row("Concat", Onnx, concat_node),
+    row("Concat", OpenVino, concat_node),
+    row("Squeeze", Onnx, squeeze_node),
+    row("Squeeze", OpenVino, squeeze_node),
+    row("Unsqueeze", Onnx, unsqueeze_node),
+    row("Unsqueeze", OpenVino, unsqueeze_node),
+    row("Reshape", Onnx, reshape_node),
+    row("Reshape", OpenVino, reshape_node),
+];
+
+fn identity_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    i.input(0).cloned().ok_or(NoEval::Silent)
+}
+
+fn concat_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let parts: Vec<&Tensor> = i.consts.iter().flatten().copied().collect();
+    Ok(concat(&parts, attrs::concat_axis(i.node), i.limit)?)
+}
+
+fn squeeze_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let data = i.input(0).ok_or(NoEval::Silent)?;
+    let axes = SqueezeAxes::of(i.node, i.input(1))?;
+    Ok(reshape(data, squeeze_shape(&data.shape, &axes)?)?)
+}
+
+fn unsqueeze_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let data = i.input(0).ok_or(NoEval::Silent)?;
+    let axes = SqueezeAxes::of(i.node, i.input(1))?;
+    Ok(reshape(data, unsqueeze_shape(&data.shape, &axes)?)?)
+}
+
+fn reshape_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let data = i.input(0).ok_or(NoEval::Silent)?;
+    let target = attrs::input_ints(i.input(1))?;
+    let zero_copies = ReshapeAttrs::of(i.node, i.dialect).zero_copies;
+    let shape = reshape_target(&data.shape, &target, zero_copies)?;
+    Ok(reshape(data, shape)?)
 }
 
 #[cfg(test)]

@@ -1,10 +1,17 @@
 //! Evaluation of slices and of shape arithmetic on constant tensors: strided copies over bytes
 //! that work for every element type (byte-aligned, packed sub-byte, strings).
 //!
-//! One file per op family, the same families as `shape/`: [`slice`] (take, slice, gather),
-//! [`manip`] (concat, reshape, squeeze, unsqueeze), [`cast`], [`arith`] (broadcasting integer
-//! arithmetic, range, fill). Everything is re-exported here, so `eval::reshape` and
-//! `eval::manip::reshape` are the same function.
+//! One file per op family, the same families as `shape/`: `slice.rs` (take, slice, gather),
+//! `manip.rs` (concat, reshape, squeeze, unsqueeze), `cast.rs`, `arith.rs` (broadcasting
+//! integer arithmetic, range, fill), `shape_of.rs` (`Shape`, `ShapeOf`). The computations are
+//! re-exported here, so `eval::reshape` and `eval::manip::reshape` are the same function.
+//!
+//! Each family file also declares the ops of its family that `fold` evaluates: a table `OPS` of
+//! rows (op name, dialect, what must be known, the function) and, beside it, the function of
+//! each row, which reads the node's constant inputs and typed attributes (`ops::attrs`) and
+//! calls the computation. `ops::registry` joins the tables. So a new op's fold is written in
+//! one file: its row, its function and, if it is a new kind of computation, that computation
+//! with its test.
 
 use crate::ir::DType;
 use crate::semantics;
@@ -12,6 +19,7 @@ use crate::semantics;
 pub mod arith;
 pub mod cast;
 pub mod manip;
+pub mod shape_of;
 pub mod slice;
 
 pub use arith::{arith, broadcast_shape, fill, range, Arith};

@@ -1,10 +1,13 @@
 //! Values of the selecting ops: `take` (elements by flat index), `slice` (a `SlicePlan` on a
 //! constant), `gather` (ONNX/OpenVINO `Gather`). Their shape rules are in `shape/slice.rs` and
-//! `shape/gather.rs`.
+//! `shape/gather.rs`. `Gather`'s rows of the fold table: `OPS`, near the end.
 
 use bytes::Bytes;
 
+use crate::ir::Format::{Onnx, OpenVino};
 use crate::ir::{DType, Tensor, TensorData};
+use crate::ops::attrs::{self, GatherAxis};
+use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 use crate::semantics::{self, Clamp, ResolvedAxis, SlicePlan};
 
 use super::{bit_order, check_size, count, run_bytes, BitOrder, EvalError};
@@ -164,6 +167,24 @@ pub fn gather(
         }
     }
     take(t, &offsets, shape)
+}
+
+// The ops of this family that `fold` evaluates on constants: their rows of
+// `ops::registry::OPS`, and the functions reading a node's inputs and attributes.
+
+/// Rows of [`crate::ops::registry::OPS`]. (Slices are not rows: `fold` decodes them through
+/// `shape::slice_node` and calls [`slice`].)
+pub(crate) const OPS: &[OpEntry] = &[
+    row("Gather", Onnx, gather_node),
+    row("Gather", OpenVino, gather_node),
+];
+
+fn gather_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let data = i.input(0).ok_or(NoEval::Silent)?;
+    let idx = i.input(1).ok_or(NoEval::Silent)?;
+    let axis = GatherAxis::of(i.node, i.dialect, i.input(2))?;
+    let indices = attrs::input_ints(Some(idx))?;
+    Ok(gather(data, &indices, &idx.shape, axis, i.limit)?)
 }
 
 #[cfg(test)]
