@@ -114,18 +114,28 @@ pub(super) fn output_names(
     }
     let mut read: Vec<String> = Vec::new();
     let mut all: Vec<String> = Vec::new();
+    // A tensor's location read is one of its `location` entries: it is looked for only in a
+    // tensor that has some, and without any the answer is none (no node record is walked).
     for t in &g.initializer {
+        let before = all.len();
         match (t.encoded(), t) {
             (Some(b), _) => {
-                encoded_tensor_location(b, &mut read, false);
                 encoded_tensor_location(b, &mut all, true);
+                if all.len() > before {
+                    encoded_tensor_location(b, &mut read, false);
+                }
             }
             (None, Out::Record(r)) => {
-                tensor::push_locations(r, &mut read, false);
                 tensor::push_locations(r, &mut all, true);
+                if all.len() > before {
+                    tensor::push_locations(r, &mut read, false);
+                }
             }
             (None, _) => {}
         }
+    }
+    if read.is_empty() {
+        return Vec::new();
     }
     let mut in_nodes: Vec<String> = Vec::new();
     for n in &g.node {
