@@ -181,6 +181,12 @@ impl Pipeline {
         self
     }
 
+    /// Appends `simplify` (identity slices removed, slices of slices merged, ...).
+    pub fn simplify(mut self) -> Pipeline {
+        self.passes.push(PassKind::Simplify);
+        self
+    }
+
     /// Appends shape inference.
     pub fn infer(mut self) -> Pipeline {
         self.passes.push(PassKind::Infer);
@@ -285,6 +291,10 @@ impl Pipeline {
                 }
                 PassKind::Raise => {
                     crate::passes::raise::run(model, &mut pr)?;
+                    open = None;
+                }
+                PassKind::Simplify => {
+                    crate::passes::simplify::run(model, &mut pr)?;
                     open = None;
                 }
             }
