@@ -311,10 +311,6 @@ def _bounds_text(v: Any, what: str) -> str:
     return f"{lo}..{hi}"
 
 
-def _one_line(v: Any) -> str:
-    return repr(v).replace("\n", " ")
-
-
 def _texts(value: Any, what: str) -> List[str]:
     """One text or a sequence of texts as a list; else a :class:`UsageError`."""
     if isinstance(value, str):
@@ -326,13 +322,13 @@ def _texts(value: Any, what: str) -> List[str]:
     texts = list(value)
     for t in texts:
         if not isinstance(t, str):
-            raise UsageError(f"{what}: {_one_line(t)} is not a text")
+            raise UsageError(f"{what}: {t!r} is not a text")
     return texts
 
 
 def _checked_text(t: str, what: str) -> str:
     if "\n" in t or "\r" in t:
-        raise UsageError(f"{what}: {_one_line(t)} holds a line break")
+        raise UsageError(f"{what}: {t!r} holds a line break")
     return t
 
 
@@ -344,7 +340,7 @@ def _dim_texts(dims: Dims) -> List[str]:
         out = []
         for name, b in dims.items():
             if not isinstance(name, str) or not name.strip():
-                raise UsageError(f"dims: {_one_line(name)} is not a symbol's name")
+                raise UsageError(f"dims: {name!r} is not a symbol's name")
             what = f"dims: {name!r}"
             if isinstance(b, str):
                 out.append(f"{name}={b}")
@@ -376,12 +372,12 @@ def _input_shape_texts(input_shapes: InputShapes) -> List[str]:
         out = []
         for name, shape in input_shapes.items():
             if not isinstance(name, str) or not name.strip():
-                raise UsageError(f"input_shapes: {_one_line(name)} is not an input's name")
+                raise UsageError(f"input_shapes: {name!r} is not an input's name")
             what = f"input_shapes: {name!r}"
             if isinstance(shape, str):
                 out.append(f"{name}={shape}")
             elif isinstance(shape, (bytes, bytearray)) or not isinstance(shape, Sequence):
-                raise UsageError(f"{what}: {_one_line(shape)} is not a shape (a list of dims or a text)")
+                raise UsageError(f"{what}: {shape!r} is not a shape (a list of dims or a text)")
             else:
                 out.append(f"{name}=" + ",".join(_input_dim_text(d, what) for d in shape))
         return [_checked_text(t, "input_shapes") for t in out]

@@ -169,6 +169,19 @@ fn keyword_names(e: Error) -> Error {
     }
 }
 
+/// `check` and `info` read `dims` as bounds only and take no input shapes (the command
+/// line's `check` and `info` have no `--input-shape`).
+fn bounds_only(shapes: &ShapesIn) -> Result<(), Error> {
+    if shapes.inputs.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Usage(
+            "input_shapes= is for optimize and infer_shapes (check and info take dims= as bounds)"
+                .into(),
+        ))
+    }
+}
+
 /// True for a model read as OpenVINO IR: a file named `.xml`, not given as bytes.
 fn is_ir(name: &str, data: &Option<Vec<u8>>) -> bool {
     data.is_none()
@@ -300,7 +313,8 @@ fn check(
 ) -> PyResult<String> {
     let ir = is_ir(&name, &data);
     py.detach(|| {
-        settings.apply(|_| {
+        settings.apply(|shapes| {
+            bounds_only(&shapes)?;
             let model = load(&name, data)?;
             json(&slice_opt::check::check(&model))
         })
@@ -319,7 +333,8 @@ fn info(
 ) -> PyResult<String> {
     let ir = is_ir(&name, &data);
     py.detach(|| {
-        settings.apply(|_| {
+        settings.apply(|shapes| {
+            bounds_only(&shapes)?;
             let model = load(&name, data)?;
             json(&slice_opt::check::info(&model))
         })

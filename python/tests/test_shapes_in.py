@@ -267,6 +267,10 @@ def test_check_and_info_take_dims_as_bounds_as_the_command_line(model_path):
     # The command line's check has no --input-shape; neither has check().
     with pytest.raises(TypeError):
         slice_opt.check(model_path, input_shapes={"y": [5, 6]})  # type: ignore[call-arg]
+    settings = slice_opt._settings(None, None, {"y": [5, 6]})
+    for native in (slice_opt._native.check, slice_opt._native.info):
+        with pytest.raises(slice_opt.UsageError):
+            native(model_path, None, settings)
 
 
 # --- refusals: one exception type, one line -----------------------------------------------
@@ -309,3 +313,26 @@ def test_bad_values_raise_one_line(kw, cls, text, model_path, tmp_path):
         assert isinstance(e.value, slice_opt.SliceOptError)
         assert "\n" not in msg and text in msg, (how, msg)
         assert not (tmp_path / "o.onnx").exists()
+
+
+# --- IR: the Parameter's shape as OpenVINO reads it ---------------------------------------
+
+
+def test_ir_input_shapes_write_the_interval_openvino_reads(tmp_path):
+    ov = pytest.importorskip("openvino")
+    xml = os.path.join(ROOT, "models", "causal_mask_dynamic.onnx.xml")
+    out_cli = tmp_path / "cli.xml"
+    r = cli(xml, "-o", str(out_cli), "-q", "--input-shape", "x0=1,1..2048,8")
+    assert r.returncode == 0, r.stderr
+    out_py = tmp_path / "py.xml"
+    slice_opt.optimize(xml, output=str(out_py), input_shapes={"x0": [1, (1, 2048), 8]})
+    assert out_py.read_bytes() == out_cli.read_bytes()
+    assert out_py.with_suffix(".bin").read_bytes() == out_cli.with_suffix(".bin").read_bytes()
+    core = ov.Core()
+    before = core.read_model(xml).inputs[0].get_partial_shape()
+    assert before.is_dynamic and not before[1].is_static
+    shape = core.read_model(str(out_py)).inputs[0].get_partial_shape()
+    assert shape == ov.PartialShape([1, ov.Dimension(1, 2048), 8]), shape
+    with pytest.raises(slice_opt.InputError) as e:
+        slice_opt.optimize(xml, output=str(tmp_path / "bad.xml"), input_shapes={"x0": [1, 4, 9]})
+    assert "\n" not in str(e.value) and "8" in str(e.value)
