@@ -20,6 +20,9 @@ Examples:
       the same on OpenVINO IR (writes out.xml and out.bin)
   slice-opt model.onnx -o out.onnx --passes none
       a pure round-trip: load and save without changing anything
+  slice-opt model.onnx -o out.onnx --passes infer,simplify,cleanup
+      simplify slices (identity removed, slice of a slice merged, disjoint slices to one
+      Split, a slice of a Concat to its input, Shape+Slice to Shape(start,end)), each proven
   slice-opt model.onnx -o out.onnx --verify
       also run the original and the result in tract-onnx on random inputs and compare
   slice-opt models/ -o out/
@@ -63,7 +66,8 @@ struct Cli {
     #[arg(short, long, required = true)]
     output: Option<PathBuf>,
 
-    /// Comma-separated passes to run (infer, fold, cleanup, ...), or `none` for a round-trip.
+    /// Comma-separated passes to run (infer, fold, cleanup, simplify, lower, raise), or `none`
+    /// for a round-trip.
     #[arg(long, default_value = "infer,fold,cleanup")]
     passes: String,
 
