@@ -266,7 +266,7 @@ impl<'a> Writer<'a> {
                 match &n.kind {
                     _ if original && !self.needs_rebuild(tab, ix) => refs.push(range),
                     NodeKind::Const(t)
-                        if matches!(&t.data, TensorData::Raw(raw)
+                        if matches!(t.raw(), Some(raw)
                             if self.same_as_original(range, raw)) =>
                     {
                         self.reused.insert(ix, range);
@@ -674,7 +674,7 @@ impl<'a> Writer<'a> {
     /// Where a constant's bytes are in the written `.bin`: its original range (moved by the
     /// compaction) when the data is unchanged, else appended.
     fn const_bytes(&mut self, ix: NodeIndex, n: &Node, t: &Tensor) -> Result<(u64, u64)> {
-        let TensorData::Raw(raw) = &t.data else {
+        let Some(raw) = t.raw() else {
             return Err(self.err(n, "string constants cannot be written to OpenVINO IR yet"));
         };
         let count = t
