@@ -262,6 +262,49 @@ impl Lazy {
         })
     }
 
+    /// The first `n` bytes (fewer when there are fewer), produced (nothing is kept).
+    pub fn prefix(&self, n: usize) -> Vec<u8> {
+        if let Some(b) = self.computed() {
+            return b[..n.min(b.len())].to_vec();
+        }
+        let mut out = Vec::with_capacity(n.min(self.len()));
+        self.producer.runs(&mut |b| {
+            let room = n - out.len();
+            out.extend_from_slice(&b[..room.min(b.len())]);
+        });
+        out
+    }
+
+    /// True when the bytes are `other`'s, compared as they are produced (nothing is kept).
+    pub fn same_as(&self, other: &[u8]) -> bool {
+        if self.len() != other.len() {
+            return false;
+        }
+        if let Some(b) = self.computed() {
+            return b.as_ref() == other;
+        }
+        if self.prefix(4096) != other[..4096.min(other.len())] {
+            return false;
+        }
+        let mut at = 0usize;
+        let mut same = true;
+        self.producer.runs(&mut |b| {
+            if same {
+                same = other.get(at..at + b.len()) == Some(b);
+                at += b.len();
+            }
+        });
+        same && at == other.len()
+    }
+
+    /// True when the bytes are `other`'s (computed only when the first ones are the same).
+    pub fn same_as_lazy(&self, other: &Lazy) -> bool {
+        Arc::ptr_eq(&self.producer, &other.producer)
+            || (self.len() == other.len()
+                && self.prefix(4096) == other.prefix(4096)
+                && self.same_as(other.bytes()))
+    }
+
     /// The bytes when they were computed already.
     pub fn computed(&self) -> Option<&Bytes> {
         self.bytes.get()
@@ -343,7 +386,7 @@ impl std::fmt::Debug for Lazy {
 
 impl PartialEq for Lazy {
     fn eq(&self, other: &Lazy) -> bool {
-        Arc::ptr_eq(&self.producer, &other.producer) || self.bytes() == other.bytes()
+        self.same_as_lazy(other)
     }
 }
 
