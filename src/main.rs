@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use slice_opt::formats::input_shapes::{InputShape, ShapesIn};
 use slice_opt::semantics::dim::Assumptions;
 
 use cli::{alloc::purge_freed_memory_early, exit_code, term};
@@ -19,6 +20,9 @@ Examples:
       the same on OpenVINO IR (writes out.xml and out.bin)
   slice-opt model.onnx -o out.onnx --passes none
       a pure round-trip: load and save without changing anything
+  slice-opt model.onnx -o out.onnx --passes infer,simplify,cleanup
+      simplify slices (identity removed, slice of a slice merged, disjoint slices to one
+      Split, a slice of a Concat to its input, Shape+Slice to Shape(start,end)), each proven
   slice-opt model.onnx -o out.onnx --verify
       also run the original and the result in tract-onnx on random inputs and compare
   slice-opt models/ -o out/
@@ -31,6 +35,12 @@ Examples:
       opsets, op counts and every slice in Python notation
   slice-opt check gpt2.onnx --assume \"k_len >= q_len\" --dim q_len=1..4096
       dims exact (and short) for every size where what you state holds
+  slice-opt model.onnx -o out.onnx --dim batch=1 --dim seq=1..4096
+      pin `batch` to 1 everywhere the model names it (inputs, value_info, outputs) and
+      bound `seq`: every slice dim written holds for every seq in 1..4096
+  slice-opt model.xml -o out.xml --input-shape x=1,seq,8 --dim seq=1..2048
+      give an input (here an IR Parameter, whose dims have no names) its whole shape: each
+      dim a size, a name, ? or lo..hi; IR writes the interval (shape=\"1,1..2048,8\")
 
 Exit codes: 0 success, 1 a pass, check or verification failed, 2 the input could not be read
 or the output could not be written (or was refused: an input, a device, a FIFO, the same file
@@ -56,7 +66,8 @@ struct Cli {
     #[arg(short, long, required = true)]
     output: Option<PathBuf>,
 
-    /// Comma-separated passes to run (infer, fold, cleanup, ...), or `none` for a round-trip.
+    /// Comma-separated passes to run (infer, fold, cleanup, simplify, lower, raise), or `none`
+    /// for a round-trip.
     #[arg(long, default_value = "infer,fold,cleanup")]
     passes: String,
 
@@ -90,10 +101,25 @@ struct Cli {
     #[arg(long, value_name = "SECONDS", value_parser = parse_seconds, requires = "verify")]
     verify_time: Option<std::time::Duration>,
 
-    /// The bounds of a symbolic dim (`--dim seq=1..4096 --dim batch=1..`, repeatable; also for
-    /// `check` and `info`). Written dims are exact for sizes within them, and shorter.
-    #[arg(long, global = true, value_name = "NAME=LO..HI")]
+    /// Fix (`--dim batch=1`) or bound (`--dim seq=1..4096`, `--dim n=1..`) a symbolic dim of
+    /// the model's inputs; repeatable. A fixed size is written everywhere the model names the
+    /// dim (ONNX inputs, value_info and outputs; IR Parameters); a bounded dim keeps its name in
+    /// ONNX and is written as an interval in IR. Written dims are exact for every size in
+    /// range, and shorter. A name no input has is refused. Also for `check` and `info` (as an
+    /// assumption only).
+    #[arg(long, global = true, value_name = "NAME=SIZE|LO..HI")]
     dim: Vec<String>,
+
+    /// The whole shape of one input, repeatable: `--input-shape x=1,seq,?,1..2048` (each dim a
+    /// size, a name, `?` or `lo..hi`); for inputs whose dims have no names (IR Parameters,
+    /// unnamed ONNX dims). A size against a static dim, a rank mismatch or an unknown input
+    /// is refused.
+    #[arg(long = "input-shape", value_name = "INPUT=D1,D2,...")]
+    input_shape: Vec<String>,
+
+    /// `--dim` and `--input-shape` as read (filled after parsing).
+    #[arg(skip)]
+    shapes: ShapesIn,
 
     /// A fact between symbolic dims (`--assume "k_len >= q_len"`; >=, >, <=, <, ==;
     /// repeatable; also for `check` and `info`). Written dims are exact where it holds, and
@@ -179,7 +205,7 @@ enum Command {
 
 fn main() -> ExitCode {
     purge_freed_memory_early();
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     // A file size limit (`ulimit -f`) is handled like a full disk: with SIGXFSZ ignored, a
     // write past the limit fails with EFBIG, reported like any write error, and the
     // temporary files are removed (the signal's default action killed the process and left
@@ -210,6 +236,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    // `--dim` / `--input-shape` for the inputs of the model transformed.
+    if cli.command.is_none() {
+        match read_shapes(&cli.dim, &cli.input_shape) {
+            Ok(s) => cli.shapes = s,
+            Err(e) => {
+                term::err([format!("slice-opt: error: {e}")]);
+                return ExitCode::from(2);
+            }
+        }
+    }
     let result = match &cli.command {
         Some(Command::Check {
             model,
@@ -233,6 +269,20 @@ fn main() -> ExitCode {
             exit_code(&e)
         }
     }
+}
+
+/// Reads the `--dim` and `--input-shape` values; the error names the value.
+fn read_shapes(dims: &[String], inputs: &[String]) -> Result<ShapesIn, String> {
+    let mut s = ShapesIn::default();
+    for d in dims {
+        s.dims
+            .push(ShapesIn::parse_dim(d).map_err(|e| format!("--dim {d}: {e}"))?);
+    }
+    for i in inputs {
+        s.inputs
+            .push(InputShape::parse(i).map_err(|e| format!("--input-shape {i}: {e}"))?);
+    }
+    Ok(s)
 }
 
 /// Parses `name=size` (`--bind`).

@@ -16,6 +16,7 @@
 use std::time::Instant;
 
 use crate::error::Result;
+use crate::formats::input_shapes::{self, DimBound, InputDim, ShapesIn};
 use crate::formats::Model;
 use crate::shape::Seeds;
 use petgraph::stable_graph::NodeIndex;
@@ -40,6 +41,10 @@ pub struct Pipeline {
     /// output's `metadata_props` under [`ASSUMPTIONS_KEY`]. Empty: the assumptions installed
     /// process-wide, else those the model records ([`recorded_assumptions`]).
     pub assumptions: crate::semantics::dim::Assumptions,
+    /// Sizes and bounds given to the model's inputs ([`Pipeline::dim`],
+    /// [`Pipeline::input_shape`]): applied to the model before the first pass (see
+    /// [`crate::formats::input_shapes`]), their bounds assumed while the passes run.
+    pub shapes: ShapesIn,
 }
 
 /// The ONNX `metadata_props` key under which the assumptions a run made are recorded, one per
@@ -60,6 +65,7 @@ impl Pipeline {
             fold_limit: crate::passes::fold::DEFAULT_FOLD_LIMIT,
             details: true,
             assumptions: Default::default(),
+            shapes: ShapesIn::default(),
         }
     }
 
@@ -75,6 +81,7 @@ impl Pipeline {
             fold_limit: crate::passes::fold::DEFAULT_FOLD_LIMIT,
             details: true,
             assumptions: Default::default(),
+            shapes: ShapesIn::default(),
         }
     }
 
@@ -108,6 +115,48 @@ impl Pipeline {
         self
     }
 
+    /// Fixes (`DimBound::exact(1)`) or bounds (`DimBound::range(1, Some(4096))`) the symbolic
+    /// dim `name` of the model's inputs (the `--dim` option). A fixed symbol becomes its size
+    /// everywhere the model declares it (ONNX graph inputs, `value_info`, graph outputs;
+    /// OpenVINO `Parameter`s); a bounded one keeps its name in ONNX and is written as an
+    /// interval in OpenVINO IR. Either way the dims inferred are exact for every size in range.
+    /// [`Pipeline::run`] refuses a name no input of the model has.
+    ///
+    /// ```
+    /// use slice_opt::formats::input_shapes::DimBound;
+    /// let mut model = slice_opt::Model::load("models/pos_embedding.onnx".as_ref())?;
+    /// slice_opt::Pipeline::new()
+    ///     .dim("batch", DimBound::exact(1))
+    ///     .dim("seq", DimBound::parse("1..64")?)
+    ///     .run(&mut model)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn dim(mut self, name: &str, bound: DimBound) -> Pipeline {
+        self.shapes.dims.push((name.to_string(), bound));
+        self
+    }
+
+    /// Sets the whole shape of the input `input` (the `--input-shape` option): each dim a
+    /// size, a name, unknown or an interval ([`InputDim::parse_list`] reads `1,seq,?,1..2048`).
+    /// A size must agree with a static dim of the model, and the rank with the input's.
+    ///
+    /// ```
+    /// use slice_opt::formats::input_shapes::InputDim;
+    /// let mut model = slice_opt::Model::load("models/kv_cache_tail.tf.xml".as_ref())?;
+    /// slice_opt::Pipeline::new()
+    ///     .input_shape("x0", InputDim::parse_list("1,seq,8")?)
+    ///     .dim("seq", "4..4096".parse()?)
+    ///     .run(&mut model)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn input_shape(mut self, input: &str, dims: Vec<InputDim>) -> Pipeline {
+        self.shapes.inputs.push(input_shapes::InputShape {
+            input: input.to_string(),
+            dims,
+        });
+        self
+    }
+
     /// Appends constant folding.
     pub fn fold(mut self) -> Pipeline {
         self.passes.push(PassKind::Fold);
@@ -132,6 +181,12 @@ impl Pipeline {
         self
     }
 
+    /// Appends `simplify` (identity slices removed, slices of slices merged, ...).
+    pub fn simplify(mut self) -> Pipeline {
+        self.passes.push(PassKind::Simplify);
+        self
+    }
+
     /// Appends shape inference.
     pub fn infer(mut self) -> Pipeline {
         self.passes.push(PassKind::Infer);
@@ -140,25 +195,55 @@ impl Pipeline {
 
     /// Runs every pass in order on `model`, then in every subgraph body (see
     /// [`crate::subgraph::run`]).
+    ///
+    /// With [`Pipeline::shapes`] given, the model's inputs are rewritten first; what does not
+    /// fit the model is refused ([`crate::Error::Refused`]) with the model unchanged.
     pub fn run(&self, model: &mut Model) -> Result<Report> {
         use crate::semantics::dim;
+        // Sizes and bounds given for the inputs: checked and written into the model first.
+        let applied = if self.shapes.is_empty() {
+            None
+        } else {
+            Some(
+                input_shapes::apply(model, &self.shapes).map_err(|e| crate::Error::Refused {
+                    path: model.path().to_path_buf(),
+                    message: e.to_string(),
+                })?,
+            )
+        };
         // Its own assumptions; else those installed; else those the model records (a model
         // written under assumptions is worked on under them).
-        let own = match (self.assumptions.is_empty(), dim::assumptions().is_empty()) {
+        let mut own = match (self.assumptions.is_empty(), dim::assumptions().is_empty()) {
             (false, _) => self.assumptions.clone(),
             (true, true) => recorded_assumptions(model),
             (true, false) => dim::Assumptions::new(),
         };
-        if own.is_empty() {
+        // The bounds of the inputs' symbols join them (with those installed, which a thread's
+        // own assumptions would otherwise hide).
+        if let Some(a) = &applied {
+            if own.is_empty() {
+                own = dim::assumptions();
+            }
+            let to_i64 = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+            for (name, b) in &a.bounds {
+                own = own.dim(name, to_i64(b.lo), b.hi.map(to_i64));
+            }
+        }
+        let report = if own.is_empty() {
             let report = self.run_at(model, 0, &Seeds::default())?;
             record_assumptions(model, &dim::assumptions());
-            return Ok(report);
+            report
+        } else {
+            let before = dim::assume_in_thread(own.clone());
+            let report = self.run_at(model, 0, &Seeds::default());
+            dim::assume_in_thread(before);
+            let report = report?;
+            record_assumptions(model, &own);
+            report
+        };
+        if let Some(a) = &applied {
+            input_shapes::finish(model, a);
         }
-        let before = dim::assume_in_thread(own.clone());
-        let report = self.run_at(model, 0, &Seeds::default());
-        dim::assume_in_thread(before);
-        let report = report?;
-        record_assumptions(model, &own);
         Ok(report)
     }
 
@@ -206,6 +291,10 @@ impl Pipeline {
                 }
                 PassKind::Raise => {
                     crate::passes::raise::run(model, &mut pr)?;
+                    open = None;
+                }
+                PassKind::Simplify => {
+                    crate::passes::simplify::run(model, &mut pr)?;
                     open = None;
                 }
             }

@@ -20,6 +20,9 @@ pub enum PassKind {
     Lower,
     /// Slice (+ Reshape/Squeeze/Unsqueeze of size-1 axes) to StridedSlice.
     Raise,
+    /// Fewer slices: identities removed, slices of slices merged, disjoint slices to a split,
+    /// slices of a Concat forwarded, `Shape` + `Slice` to `Shape(start, end)`.
+    Simplify,
 }
 
 impl PassKind {
@@ -30,6 +33,7 @@ impl PassKind {
         PassKind::Cleanup,
         PassKind::Lower,
         PassKind::Raise,
+        PassKind::Simplify,
     ];
 
     /// The pass's name on the command line.
@@ -40,6 +44,7 @@ impl PassKind {
             PassKind::Cleanup => "cleanup",
             PassKind::Lower => "lower",
             PassKind::Raise => "raise",
+            PassKind::Simplify => "simplify",
         }
     }
 

@@ -22,6 +22,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::error::Result;
+use crate::formats::input_shapes::{DimBound, InputShape, ShapesIn};
 use crate::formats::{Format, Model};
 use crate::pipeline::{PassKind, Pipeline, Report};
 use crate::summary::{op_rows, Summary};
@@ -50,6 +51,13 @@ pub struct Options<'a> {
     /// save's output plan, so one that is a file this run reads or writes is refused before
     /// anything is written.
     pub also: &'a [&'a Path],
+    /// Sizes and bounds of the inputs' symbolic dims (`--dim`; [`Pipeline::dim`]): a fixed
+    /// symbol is written as its size everywhere the model declares it, a bounded one is
+    /// assumed in range. A name no input has is refused, before anything is written.
+    pub dims: &'a [(String, DimBound)],
+    /// Whole shapes of inputs (`--input-shape`; [`Pipeline::input_shape`]). An unknown input,
+    /// a rank mismatch or a size against a static dim is refused, before anything is written.
+    pub input_shapes: &'a [InputShape],
 }
 
 impl<'a> Options<'a> {
@@ -63,6 +71,8 @@ impl<'a> Options<'a> {
             summary: true,
             check: None,
             also: &[],
+            dims: &[],
+            input_shapes: &[],
         }
     }
 }
@@ -98,11 +108,24 @@ pub fn optimize_file(input: &Path, output: &Path, opts: &Options) -> Result<Repo
     } else {
         Vec::new()
     };
-    let original = opts.check.map(|_| model.clone());
-    let mut report = Pipeline::with_passes(opts.passes.to_vec())
+    let shapes = ShapesIn {
+        dims: opts.dims.to_vec(),
+        inputs: opts.input_shapes.to_vec(),
+    };
+    // The check compares with the model as loaded, its inputs given the same shapes (what
+    // does not fit is refused by the run below).
+    let original = opts.check.map(|_| {
+        let mut m = model.clone();
+        if !shapes.is_empty() {
+            let _ = crate::formats::input_shapes::apply(&mut m, &shapes);
+        }
+        m
+    });
+    let mut pipeline = Pipeline::with_passes(opts.passes.to_vec())
         .fold_limit(opts.fold_limit)
-        .details(opts.details)
-        .run(&mut model)?;
+        .details(opts.details);
+    pipeline.shapes = shapes;
+    let mut report = pipeline.run(&mut model)?;
     let verification = match (opts.check, &original) {
         (Some(check), Some(original)) => Some(check(original, &model)?),
         _ => None,

@@ -27,6 +27,8 @@ pub const ROWS: &[(&str, &[&str])] = &[
     (SLICE, &[SLICE]),
     (STRIDED_SLICE, &[STRIDED_SLICE]),
     ("Reshape", &["Reshape"]),
+    // `simplify` turns disjoint slices of one source into one Split / VariadicSplit.
+    ("Split", &["Split", "VariadicSplit"]),
     ("Shape", &["Shape", "ShapeOf"]),
     ("Gather", &["Gather"]),
     ("Constant", &["Constant", "Const"]),

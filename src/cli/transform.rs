@@ -42,6 +42,8 @@ pub fn transform_one(
         summary: !cli.quiet || cli.report.is_some(),
         check: cli.verify.then_some(&check as slice_opt::run::Check),
         also,
+        dims: &cli.shapes.dims,
+        input_shapes: &cli.shapes.inputs,
     };
     let report = slice_opt::run::optimize_file(input, output, &opts)?;
     Ok(Outcome {

@@ -2,6 +2,7 @@
 
 mod copy;
 pub mod fs;
+pub mod input_shapes;
 pub mod mapped;
 pub mod onnx;
 pub mod openvino;

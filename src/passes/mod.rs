@@ -17,6 +17,7 @@ pub mod infer;
 pub mod lower;
 pub mod patch;
 pub mod raise;
+pub mod simplify;
 pub mod validate;
 /// Split into [`build`] and [`validate`]; re-exported here for one release.
 pub mod rewrite {

@@ -14,6 +14,7 @@
 //! Runtime / ONNX reference majority) as recorded in `tests/data/*.jsonl.gz`; see
 //! `tests/conformance.rs` for the cases where runtimes disagree and which one we follow.
 
+pub mod compose;
 pub mod decode;
 pub mod dim;
 pub mod disagree;
