@@ -44,6 +44,12 @@ fn factored(l: &Lin) -> Option<Lin> {
     ext.add_raw(&t)
 }
 
+/// Whether `l` prints as one atom, needing no parentheses as a numerator: a single atom that
+/// [`factored`] does not turn into a sum (`min(N + a, 1 + a)` prints as `min(N, 1) + a`).
+fn prints_as_atom(l: &Lin) -> bool {
+    l.single_atom().is_some() && factored(l).is_none_or(|s| s.single_atom().is_some())
+}
+
 pub(super) fn fmt_lin(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
     if let Some(short) = factored(l) {
         if short.single_atom().is_none() {
@@ -103,7 +109,7 @@ pub(super) fn fmt_atom(a: &Atom, f: &mut dyn fmt::Write, st: Style) -> fmt::Resu
         Atom::Div(e, d) => match st {
             Style::Onnx => {
                 write!(f, "floor(")?;
-                if e.single_atom().is_some() {
+                if prints_as_atom(e) {
                     fmt_lin(e, f, st)?;
                 } else {
                     write!(f, "(")?;
@@ -113,7 +119,7 @@ pub(super) fn fmt_atom(a: &Atom, f: &mut dyn fmt::Write, st: Style) -> fmt::Resu
                 write!(f, "/{d})")
             }
             Style::Ours => {
-                if e.single_atom().is_some() {
+                if prints_as_atom(e) {
                     fmt_lin(e, f, st)?;
                 } else {
                     write!(f, "(")?;
