@@ -5,6 +5,12 @@ Called by bench/run.sh (which generates the models and builds the binary first).
 `/usr/bin/time -v timeout -s KILL $TIMEOUT <cmd>`: wall clock and "Maximum resident set size"
 come from GNU time. Inputs are read into the page cache before a model's runs (all tools see a
 warm cache); outputs are deleted and `sync`ed between runs (outside the timed region).
+
+The tools of a model run in rounds: each round runs every tool once, one after the other (cp,
+slice-opt, the peers: A B A B, as bench/pairs.py does), so each pair of tools is measured in
+the same machine state. A tool's figures are medians over its rounds; its ratios to `cp` and
+slice-opt's ratio to it are medians of the per-round ratios. `--also NAME=BINARY` adds another
+slice-opt build to every round (a before/after comparison).
 """
 
 import argparse
@@ -75,21 +81,65 @@ def run_timed(cmd, timeout):
     return wall, rss, status, cpu
 
 
-def measure(cmd, out, reps, timeout):
-    """Best wall of `reps` runs (RSS of that run); stops at the first failure or timeout."""
-    best = None
-    for _ in range(reps):
-        rm_outputs(out)
-        subprocess.run(["sync"])
-        wall, rss, status, cpu = run_timed(cmd, timeout)
-        if status != "ok":
-            return {"wall": wall, "rss": rss, "status": status, "runs": 1, "cpu": cpu}
-        if best is None or wall < best["wall"]:
-            best = {"wall": wall, "rss": rss, "status": status, "cpu": cpu}
-    best["runs"] = reps
-    best["out_bytes"] = size_of(out)
-    rm_outputs(out)
-    return best
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def measure_rounds(tools, inp, out, rounds, peer_rounds, timeout, skip=None):
+    """Runs `tools` ([(name, argv, is_ours)]) in `rounds` rounds, each tool once a round in order
+    (peers only in the first `peer_rounds`); a tool that fails or times out is not run again.
+    `skip` maps a tool to a status that replaces its runs. Returns one row per tool: medians,
+    per-round ratios to cp (`wall_cp`, `rss_cp`) and slice-opt's per-round ratio to it."""
+    runs = {name: [] for name, _, _ in tools}
+    status = {name: "ok" for name, _, _ in tools}
+    for name, st in (skip or {}).items():
+        status[name] = st
+    for k in range(rounds):
+        for name, cmd, ours in tools:
+            if status[name] != "ok" or (not ours and k >= peer_rounds):
+                runs[name].append(None)
+                continue
+            rm_outputs(out)
+            subprocess.run(["sync"])
+            wall, rss, st, cpu = run_timed(cmd, timeout)
+            if st != "ok":
+                status[name] = st
+                runs[name].append(None)
+                continue
+            runs[name].append({"wall": wall, "rss": rss, "cpu": cpu, "out_bytes": size_of(out)})
+            rm_outputs(out)
+    rows = []
+    cp = runs.get("cp", [])
+    ours = runs.get("slice-opt", [])
+
+    def ratios(a, b, key):
+        return [x[key] / y[key] for x, y in zip(a, b) if x and y and x[key] and y[key]]
+
+    for name, _, _ in tools:
+        got = [r for r in runs[name] if r]
+        row = {
+            "tool": name,
+            "status": status[name],
+            "runs": len(got),
+            "wall": median([r["wall"] for r in got]),
+            "rss": median([r["rss"] for r in got]),
+            "cpu": median([r["cpu"] for r in got]),
+            "walls": [r["wall"] if r else None for r in runs[name]],
+            "rsss": [r["rss"] if r else None for r in runs[name]],
+            "wall_cp": median(ratios(runs[name], cp, "wall")),
+            "rss_cp": median(ratios(runs[name], cp, "rss")),
+            "ours_over": median(ratios(ours, runs[name], "wall")),
+        }
+        if got:
+            row["out_bytes"] = got[-1]["out_bytes"]
+            if row["status"] != "ok":
+                row["status"] = "ok in %d rounds, then %s" % (len(got), row["status"])
+        rows.append(row)
+    return rows
 
 
 def warm(path):
@@ -191,24 +241,23 @@ def main_table(results, manifest):
             desc = "%d nodes, %d slices, %d initializers" % (
                 info.get("nodes", 0), info.get("slices", 0), info.get("initializers", 0))
         out.append("\n### `%s` (%.1f MB; %s)\n" % (model, size / 1e6, desc))
-        out.append("| tool | wall s | wall / cp | CPU s (user+sys) | peak RSS MB | RSS / file size | RSS / cp | runs | status |")
-        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-        cp = rows[0]
+        out.append("| tool | wall s | wall / cp | CPU s (user+sys) | peak RSS MB | RSS / file size | RSS / cp | slice-opt / tool | runs | status |")
+        out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for r in rows:
-            ok = r["status"] == "ok"
+            ok = r["runs"] > 0
             wall = r["wall"] if ok else None
             rss = r["rss"] / 1024 if (ok and r["rss"] is not None) else None
-            cp_rss = cp["rss"] / 1024 if cp["rss"] else None
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %d | %s |" % (
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |" % (
                 ("**%s**" % r["tool"]) if r["tool"] == "slice-opt" else r["tool"],
                 fmt(wall, "%.3f"),
-                fmt(wall / cp["wall"] if wall is not None and cp["wall"] else None, "%.1f×"),
+                fmt(r.get("wall_cp") if ok else None, "%.2f×"),
                 fmt(r.get("cpu") if ok else None, "%.2f"),
                 fmt(rss, "%.0f"),
                 fmt(rss * 1024 * 1024 / size if rss is not None else None, "%.2f×"),
-                fmt(rss / cp_rss if rss is not None and cp_rss else None, "%.0f×"),
+                fmt(r.get("rss_cp") if ok else None, "%.0f×"),
+                fmt(r.get("ours_over") if ok and r["tool"] not in OURS else None, "%.2f×"),
                 r["runs"],
-                r["status"] if r["status"] != "ok" else "ok",
+                r["status"],
             ))
     return "\n".join(out)
 
@@ -306,8 +355,13 @@ def main():
     ap.add_argument("--bench-dir", default="/tmp/slice-opt-bench")
     ap.add_argument("--binary", required=True)
     ap.add_argument("--out", required=True, help="RESULTS.md to write")
-    ap.add_argument("--reps", type=int, default=3, help="runs of cp and slice-opt (best wall)")
-    ap.add_argument("--peer-reps", type=int, default=1, help="runs of each peer (best wall)")
+    ap.add_argument("--reps", type=int, default=3,
+                    help="rounds per model (each runs cp, slice-opt and the peers once; medians)")
+    ap.add_argument("--peer-reps", type=int, default=1,
+                    help="rounds in which the peers run too (the first ones)")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=BINARY",
+                    help="another slice-opt binary run in every round (e.g. main's, for before/after)")
+    ap.add_argument("--no-scaling", action="store_true", help="skip the per-pass scaling tables")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per run")
     ap.add_argument("--scaling", default="nodes,wide",
                     help="model series for the per-pass scaling tables (%s)" % ", ".join(SERIES))
@@ -317,6 +371,8 @@ def main():
     args = ap.parse_args()
 
     manifest = json.load(open(os.path.join(args.bench_dir, "manifest.json")))
+    also = [tuple(a.split("=", 1)) for a in args.also]
+    OURS.update(name for name, _ in also)
     info = machine_info(args.binary)
     t0 = time.time()
     results = {}
@@ -329,12 +385,15 @@ def main():
         ext = ".xml" if model.endswith(".xml") else ".onnx"
         out = os.path.join(args.bench_dir, "out_bench" + ext)
         warm(inp)
-        rows = []
         base = model.rsplit(".", 1)[0]
+        tools, skip = [], {}
         for tool, mk in tools_for(inp, args.binary):
             if args.skip_peers and tool not in OURS:
                 continue
-            reps = args.reps if tool in OURS else args.peer_reps
+            tools.append((tool, mk(inp, out), tool in OURS))
+            if tool == "slice-opt":
+                for name, b in also:
+                    tools.append((name, [b, inp, "-o", out, "-q"], True))
             # A peer that already timed out (or would, extrapolating linearly from the previous
             # model of the node series) is not run again on a bigger one.
             prev = last_wall.get((tool, model.endswith(".xml")))
@@ -347,23 +406,22 @@ def main():
             ):
                 why = ("previous model timed out" if prev[0] is None
                        else "linear extrapolation %.0f s > timeout" % guess)
-                r = {"wall": None, "rss": None, "status": "skipped (%s)" % why, "runs": 0}
-            else:
-                r = measure(mk(inp, out), out, reps, args.timeout)
-            if base.startswith("nodes_") and tool not in OURS:
-                if r["status"] == "ok":
+                skip[tool] = "skipped (%s)" % why
+        rows = measure_rounds(tools, inp, out, args.reps, args.peer_reps, args.timeout, skip)
+        for r in rows:
+            tool = r["tool"]
+            if base.startswith("nodes_") and tool not in OURS and tool not in skip:
+                if r["runs"]:
                     last_wall[(tool, model.endswith(".xml"))] = (r["wall"], manifest[base]["nodes"])
                 elif r["status"] == "timeout":
                     last_wall[(tool, model.endswith(".xml"))] = (None, manifest[base]["nodes"])
-            r["tool"] = tool
             r["in_bytes"] = size_of(inp)
-            rows.append(r)
             print("%-16s %-32s %s" % (model, tool, r), file=sys.stderr)
         results[model] = rows
 
     print("per-pass scaling", file=sys.stderr)
     scale_md, scale = [], {}
-    for series in args.scaling.split(","):
+    for series in ([] if args.no_scaling else args.scaling.split(",")):
         md_part, table = scaling(args.binary, args.bench_dir, manifest, args.reps, args.timeout,
                                  series)
         if md_part:
@@ -378,8 +436,9 @@ def main():
               "in %.0f s. Wall time and peak RSS from `/usr/bin/time -v`; ratios are to `cp` of "
               "the same file(s) (the physical floor: read + write every byte). The page cache "
               "is warm for every tool (the input is read once before a model's runs); outputs "
-              "are deleted and `sync`ed between runs, outside the timed region. `cp` and "
-              "slice-opt: best of %d runs; each peer: best of %d; per run timeout %d s.\n"
+              "are deleted and `sync`ed between runs, outside the timed region. %d rounds a "
+              "model, each running every tool once in turn (peers in the first %d): medians, "
+              "and ratios as medians of the per-round ratios; per run timeout %d s.\n"
               % (elapsed, args.reps, args.peer_reps, args.timeout))
     md.append("## Machine\n")
     md.append("| | |\n|---|---|")

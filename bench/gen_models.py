@@ -21,9 +21,16 @@ The 128-wide branch outputs are summed pairwise (a balanced Add tree, depth log2
 * wide_1k/10k/100k.onnx -- K slice *chains* (issue 19): Slice then Slice, on the graph input `x`
                     [8, 8] (even chains) or on a small 8x8 constant (odd chains: fold
                     evaluates them), joined by Add chains into 64 outputs. Node count ~3K.
+* wide_sym_100k.onnx -- the same 100,000 chains on `x: [n, 8]` (a symbolic first dim, issue 44):
+                    symbolic propagation against the static wide_100k.
 * weight_slice.onnx -- ~512 MB: 32 weights of 16 MB ([2048, 2048] float32) each sliced
                     `w[:, 0:128]` (what a fused-QKV split gives) feeding MatMuls, plus 2,000
                     small constant slice chains.
+
+* half_kept.onnx -- ~537 MB (issue 44): 32 weights of 16 MB ([16384, 256] float32) each cut in
+                    half by `w[:, 0:128]` feeding MatMuls: a fold of 256 MB, half the file.
+* half_kept.xml/.bin -- the IR equivalent (StridedSlice-1 on each weight Const), built with the
+                    OpenVINO Python API.
 
 * concat_100k.onnx -- issue 18's attack 7: a Concat of 100,000 graph inputs ([1, 2] float32)
                     sliced `c[1:-1]`, and a Concat of 100,000 constant scalars ([1] int64) whose
@@ -136,8 +143,12 @@ def build(n_slices, weights, seed=0):
     return model
 
 
-def build_wide(k, seed=0):
-    """K chains `Slice(Slice(src))`, src = x (even) or an 8x8 constant (odd); 64 Add chains."""
+def build_wide(k, seed=0, batch=8):
+    """K chains `Slice(Slice(src))`, src = x (even) or an 8x8 constant (odd); 64 Add chains.
+
+    `batch` is x's first dim: 8, or a dim_param name (`"n"`: the symbolic wide graph of issue 44,
+    the same nodes on `x: [n, 8]`).
+    """
     rng = np.random.default_rng(seed)
     nodes, inits = [], []
 
@@ -178,7 +189,7 @@ def build_wide(k, seed=0):
         nodes.append(helper.make_node("Identity", [lane], [f"y{j}"], name=f"y{j}"))
         outputs.append(helper.make_tensor_value_info(f"y{j}", TensorProto.FLOAT, [8, 4]))
     graph = helper.make_graph(
-        nodes, "slice_opt_wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 8])], outputs,
+        nodes, "slice_opt_wide", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 8])], outputs,
         initializer=inits,
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="slice-opt-bench")
@@ -186,8 +197,10 @@ def build_wide(k, seed=0):
     return model
 
 
-def build_weight_slice(n_weights=32, dim=2048, chains=2000, seed=0):
-    """n_weights [dim, dim] float32 weights sliced [:, 0:128] into MatMuls + small constant chains."""
+def build_weight_slice(n_weights=32, dim=2048, chains=2000, seed=0, cols=None):
+    """n_weights [dim, cols] (default [dim, dim]) float32 weights sliced [:, 0:128] into MatMuls
+    + small constant chains."""
+    cols = dim if cols is None else cols
     rng = np.random.default_rng(seed)
     nodes, inits = [], []
 
@@ -200,7 +213,7 @@ def build_weight_slice(n_weights=32, dim=2048, chains=2000, seed=0):
     const("wa", np.array([1], np.int64))
     acc = None
     for i in range(n_weights):
-        w = const(f"w{i}", rng.standard_normal((dim, dim), dtype=np.float32))
+        w = const(f"w{i}", rng.standard_normal((dim, cols), dtype=np.float32))
         ws = f"w{i}_s"
         nodes.append(helper.make_node("Slice", [w, "ws", "we", "wa"], [ws], name=ws))
         mm = f"mm{i}"
@@ -230,6 +243,30 @@ def build_weight_slice(n_weights=32, dim=2048, chains=2000, seed=0):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="slice-opt-bench")
     model.ir_version = 8
     return model
+
+
+def build_half_kept(n_weights=32, rows=16384, cols=256):
+    """Issue 44's model: each weight [rows, cols] cut in half by w[:, 0:128] (no other chains)."""
+    return build_weight_slice(n_weights, dim=rows, chains=0, cols=cols)
+
+
+def build_half_kept_ir(xml, n_weights=32, rows=16384, cols=256, seed=0):
+    """`build_half_kept` as OpenVINO IR: StridedSlice-1 [:, 0:128] on each weight Const (the
+    same float32 values), MatMuls summed into one output."""
+    import openvino as ov
+    import openvino.opset13 as ops
+
+    rng = np.random.default_rng(seed)
+    x = ops.parameter(ov.PartialShape([-1, rows]), ov.Type.f32, name="x")
+    acc = None
+    for i in range(n_weights):
+        w = ops.constant(rng.standard_normal((rows, cols), dtype=np.float32))
+        s = ops.strided_slice(w, ops.constant(np.array([0, 0], np.int64)), ops.constant(np.array([0, 128], np.int64)),
+                              ops.constant(np.array([1, 1], np.int64)), begin_mask=[1, 0], end_mask=[1, 0])
+        mm = ops.matmul(x, s, False, False)
+        acc = mm if acc is None else ops.add(acc, mm)
+    m = ov.Model([ops.result(acc)], [x], "slice_opt_half_kept")
+    ov.save_model(m, xml, compress_to_fp16=False)
 
 
 def build_concat(k):
@@ -321,6 +358,8 @@ def main():
     ap.add_argument("--out", default=os.environ.get("BENCH_DIR", "/tmp/slice-opt-bench"))
     ap.add_argument("--force", action="store_true", help="regenerate even if the files exist")
     ap.add_argument("--no-check", action="store_true", help="skip onnx.checker/ORT/OpenVINO validation")
+    ap.add_argument("names", nargs="*", help="only these models (e.g. wide_100k nodes_100k); default: all")
+    ap.add_argument("--only", nargs="+", default=[], help="the same as the positional names")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     manifest_path = os.path.join(args.out, "manifest.json")
@@ -336,10 +375,18 @@ def main():
         ("wide_1k", 1000, "wide", False),
         ("wide_10k", 10000, "wide", False),
         ("wide_100k", 100000, "wide", False),
+        ("wide_sym_100k", 100000, "wide_sym", False),
         ("weight_slice", 32, "weight_slice", False),
         ("concat_100k", 100000, "concat", False),
+        ("half_kept", 32, "half_kept", True),
     ]
+    args.names = list(args.names) + list(args.only)
+    unknown = set(args.names) - {spec[0] for spec in specs}
+    if unknown:
+        ap.error(f"unknown model(s): {', '.join(sorted(unknown))}")
     for name, n, weights, ir in specs:
+        if args.names and name not in args.names:
+            continue
         path = os.path.join(args.out, name + ".onnx")
         xml = os.path.join(args.out, name + ".xml")
         if not args.force and name in manifest and os.path.exists(path) and (not ir or os.path.exists(xml)):
@@ -348,10 +395,14 @@ def main():
         t = time.time()
         if weights == "wide":
             model = build_wide(n)
+        elif weights == "wide_sym":
+            model = build_wide(n, batch="n")
         elif weights == "weight_slice":
             model = build_weight_slice(n)
         elif weights == "concat":
             model = build_concat(n)
+        elif weights == "half_kept":
+            model = build_half_kept(n)
         else:
             model = build(n, weights)
         info = {
@@ -366,13 +417,16 @@ def main():
         if not args.no_check:
             # ONNX Runtime session creation is superlinear in this fan-out (7 s at 10k): the
             # 100k model gets onnx.checker only.
-            if weights in ("wide", "weight_slice", "concat"):
+            if weights in ("wide", "wide_sym", "weight_slice", "concat", "half_kept"):
                 onnx.checker.check_model(path)
             else:
                 check_onnx(path, weights, run=n <= 10000)
         if ir:
             t = time.time()
-            build_ir(n, weights, xml)
+            if weights == "half_kept":
+                build_half_kept_ir(xml, n)
+            else:
+                build_ir(n, weights, xml)
             info["ir_bytes"] = os.path.getsize(xml) + os.path.getsize(xml[:-4] + ".bin")
             import xml.etree.ElementTree as ET
 

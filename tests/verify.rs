@@ -466,6 +466,7 @@ fn summary_table_on_every_fixture_matches_the_report_and_the_files() {
                 "Slice",
                 "StridedSlice",
                 "Reshape",
+                "Split",
                 "Shape",
                 "Gather",
                 "Constant"
@@ -477,6 +478,7 @@ fn summary_table_on_every_fixture_matches_the_report_and_the_files() {
             let single = [op];
             let aliases: &[&str] = match op {
                 "Shape" => &["Shape", "ShapeOf"],
+                "Split" => &["Split", "VariadicSplit"],
                 "Constant" => &["Constant", "Const"],
                 _ => &single,
             };

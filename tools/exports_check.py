@@ -4,7 +4,13 @@ real size at several concrete input sizes, for slice-opt and for the tools a use
 The corpus is what `tools/gen_exports.py` wrote: tiny random-weight PyTorch models (TorchScript and
 dynamo exporters), TensorFlow models through tf2onnx, and their OpenVINO IR. `manifest.*.json` beside
 the files gives every model's inputs (dims over named sizes, e.g. `batch`, `seq`, `past`, `past+seq`)
-and 3+ size assignments consistent with the model (a mask is `past + seq` long).
+and 3+ size assignments consistent with the model (a mask is `past + seq` long). Beyond those, every
+size name is tried at 0 (judged where the whole model runs there) and just past every threshold of
+the model (the static dims of a sliced table, constant starts/ends, up to 4096: `wpe[:seq]` on 64 rows
+is tried at seq = 65), where a slice is observed on the part of the model that computes it (the
+model itself may fail further on: the position table's Add). A dim that holds only for sizes >= 1 or
+below such a threshold (`seq` for `wpe[:seq]`) is judged wrong there; extra sizes run in a child
+process (ONNX Runtime's LSTM aborts the process at seq = 0).
 
 For every top-level Slice / StridedSlice output dim:
   truth      the size ONNX Runtime (ONNX) / OpenVINO CPU, f32 (IR) gives it at each assignment: the
@@ -362,7 +368,14 @@ def count_body_slices(model):
     return count
 
 
-def onnx_truth(path, names, feeds_list):
+def onnx_truth(path, names, feeds_list, n_base=None, partial=()):
+    """The shapes of the values `names` at each feed. The first `n_base` feeds (the manifest's
+    sizes; all when None) must run. An extra feed on which the whole model fails is not observed
+    (None for every slice), except the feeds `partial` (sizes past a threshold): there each
+    slice is observed on the part of the model that computes it (its ancestors): a slice none of
+    whose ancestors fails is still judged (the position table `wpe[:seq]` gives 64 rows at
+    seq = 65 before the Add that fails); a slice whose ancestors fail is not observed (None).
+    A size 0 counts only where the whole model runs at 0."""
     import onnx
     import onnxruntime as ort
 
@@ -375,11 +388,210 @@ def onnx_truth(path, names, feeds_list):
     so.log_severity_level = 3
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    # an extra size the model does not run at is expected: no error log for it
+    quiet = ort.RunOptions()
+    quiet.log_severity_level = 4
+    n_base = len(feeds_list) if n_base is None else n_base
     out = []
-    for feeds in feeds_list:
-        res = sess.run(names, feeds)
-        out.append({n: list(r.shape) for n, r in zip(names, res)})
+    parts = {}
+    for k, feeds in enumerate(feeds_list):
+        try:
+            res = sess.run(names, feeds, quiet if k >= n_base else None)
+            out.append({n: list(r.shape) for n, r in zip(names, res)})
+            continue
+        except Exception:  # noqa: BLE001
+            if k < n_base:
+                raise
+        shapes = {}
+        if k not in partial:
+            out.append({n: None for n in names})
+            continue
+        for n in names:
+            if n not in parts:
+                try:
+                    parts[n] = onnx_part_session(m, n, so)
+                except Exception:  # noqa: BLE001
+                    parts[n] = None
+            part = parts[n]
+            shapes[n] = None
+            if part is None:
+                continue
+            sub, inputs = part
+            try:
+                shapes[n] = list(sub.run([n], {i: feeds[i] for i in inputs if i in feeds}, quiet)[0].shape)
+            except Exception:  # noqa: BLE001
+                pass
+        out.append(shapes)
     return out
+
+
+def onnx_part_session(m, target, so):
+    """An ONNX Runtime session of the nodes of `m` that `target` depends on (outer-scope names a
+    subgraph body reads included), with `target` as its one output; and its graph inputs."""
+    import onnx
+    import onnxruntime as ort
+
+    g = m.graph
+    producer = {}
+    for k, n in enumerate(g.node):
+        for o in n.output:
+            producer[o] = k
+
+    def reads(n):
+        names = list(n.input)
+        for a in n.attribute:
+            for body in ([a.g] if a.type == onnx.AttributeProto.GRAPH else []) + list(a.graphs):
+                for bn in body.node:
+                    names.extend(reads(bn))
+        return names
+
+    keep, seen, todo = set(), set(), [target]
+    while todo:
+        v = todo.pop()
+        if not v or v in seen:
+            continue
+        seen.add(v)
+        k = producer.get(v)
+        if k is None or k in keep:
+            continue
+        keep.add(k)
+        todo.extend(reads(g.node[k]))
+    sub = onnx.ModelProto()
+    sub.CopyFrom(m)
+    sg = sub.graph
+    del sg.node[:]
+    sg.node.extend(g.node[k] for k in sorted(keep))
+    inputs = [i for i in g.input if i.name in seen]
+    del sg.input[:]
+    sg.input.extend(inputs)
+    del sg.output[:]
+    sg.output.append(onnx.helper.make_empty_tensor_value_info(target))
+    sess = ort.InferenceSession(sub.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess, [i.name for i in inputs]
+
+
+def isolated_truth(tmp, kind, path, names, feeds_list, partial):
+    """`onnx_truth` / `ir_truth` of extra feeds (sizes 0, sizes past a threshold: none of them
+    need run) in a child process: a runtime may abort on them (ONNX Runtime's LSTM at seq = 0
+    ends the process). A child that dies is retried one feed at a time; a feed whose child dies
+    is not observed (None)."""
+    if not feeds_list:
+        return []
+
+    def run(idx):
+        job = os.path.join(tmp, "child.npz")
+        np.savez(job, **{f"{k}|{n}": feeds_list[k][n] for k in idx for n in feeds_list[k]})
+        spec = os.path.join(tmp, "child.json")
+        with open(spec, "w") as f:
+            json.dump({"kind": kind, "path": path, "names": names, "feeds": job, "idx": idx,
+                       "partial": [k for k in idx if k in partial]}, f)
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--child-truth", spec],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            return None
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    got = run(list(range(len(feeds_list))))
+    if got is None:
+        got = []
+        for k in range(len(feeds_list)):
+            one = run([k])
+            got.extend(one if one is not None else [{n: None for n in names}])
+    return got
+
+
+def child_truth(spec_path):
+    """The child of `isolated_truth`: prints the shapes (one JSON line)."""
+    with open(spec_path) as f:
+        spec = json.load(f)
+    data = np.load(spec["feeds"])
+    feeds = [{} for _ in spec["idx"]]
+    pos = {k: j for j, k in enumerate(spec["idx"])}
+    for key in data.files:
+        k, n = key.split("|", 1)
+        feeds[pos[int(k)]][n] = data[key]
+    partial = {pos[k] for k in spec["partial"]}
+    if spec["kind"] == "onnx":
+        out = onnx_truth(spec["path"], spec["names"], feeds, 0, partial)
+    else:
+        out = ir_truth(spec["path"], feeds, 0)
+    print(json.dumps(out))
+    return 0
+
+
+# Constants of a model above which a dim may change form (a position table of 64 rows gives
+# `min(seq, 64)`): the sizes past them are tested (up to this value).
+THRESHOLD_MAX = 4096
+
+
+def extra_sizes(spec, thresholds):
+    """Assignments beyond the manifest's: each size name at 0 (the others as in the first
+    assignment), and each name just past every threshold `t` of the model (`t + 1`, when no
+    manifest assignment reaches it). A dim that holds only below a threshold, or only for sizes
+    >= 1, is then judged where it does not hold. Returns the assignments and the indices (in
+    them) of those past a threshold."""
+    base = spec["sizes"]
+    names = sorted(base[0])
+    seen = {tuple(sorted(s.items())) for s in base}
+    out = []
+
+    def add(s):
+        key = tuple(sorted(s.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+
+    for n in names:
+        add({**base[0], n: 0})
+    zeros = len(out)
+    for t in sorted(thresholds):
+        for n in names:
+            if all(s[n] <= t for s in base):
+                add({**base[0], n: t + 1})
+    return out, range(zeros, len(out))
+
+
+def onnx_thresholds(model, value_dims):
+    """The constants a slice compares sizes with: the static dims of every Slice's data (an
+    initializer, or a shape `value_dims` gives) and its constant starts/ends, in [2, THRESHOLD_MAX]."""
+    from onnx import numpy_helper
+
+    g = model.graph
+    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    for n in g.node:
+        if n.op_type == "Constant":
+            for a in n.attribute:
+                if a.name == "value":
+                    consts[n.output[0]] = numpy_helper.to_array(a.t)
+    found = set()
+    for n in onnx_slices(model):
+        data = n.input[0]
+        if data in consts:
+            found.update(int(x) for x in consts[data].shape)
+        else:
+            found.update(x for x in value_dims.get(data) or [] if isinstance(x, int))
+        for i in n.input[1:3]:
+            if i in consts and consts[i].dtype.kind in "iu":
+                found.update(abs(int(x)) for x in consts[i].ravel()[:16])
+    return {t for t in found if 2 <= t <= THRESHOLD_MAX}
+
+
+def ir_thresholds(model):
+    """As `onnx_thresholds`, for an OpenVINO model: static dims of the slices' data, constant
+    begins/ends."""
+    found = set()
+    for op in ir_slices(model):
+        ps = op.input(0).get_partial_shape()
+        if ps.rank.is_static:
+            found.update(d.get_length() for d in ps if d.is_static)
+        for k in (1, 2):
+            src = op.input(k).get_source_output().get_node()
+            if src.get_type_name() == "Constant":
+                try:
+                    found.update(abs(int(x)) for x in src.get_data().ravel()[:16])
+                except Exception:  # noqa: BLE001
+                    pass
+    return {t for t in found if 2 <= t <= THRESHOLD_MAX}
 
 
 def onnx_binding(model, feeds):
@@ -590,7 +802,7 @@ def ov_dim_text(d):
     return f"{lo}..{hi}"
 
 
-def ir_truth(xml, feeds_list):
+def ir_truth(xml, feeds_list, n_base=None):
     import openvino as ov
 
     core = ov.Core()
@@ -608,11 +820,19 @@ def ir_truth(xml, feeds_list):
     compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
     names = [op.get_friendly_name() for op in slices]
     out = []
-    for feeds in feeds_list:
+    n_base = len(feeds_list) if n_base is None else n_base
+    for k, feeds in enumerate(feeds_list):
         req = compiled.create_infer_request()
         # a Parameter may carry more names than the input's (`/Concat_output_0` beside `past.0.key`)
-        req.infer({p.get_any_name(): feeds[next(n for n in sorted(p.get_names()) if n in feeds)]
-                   for p in compiled.inputs})
+        try:
+            req.infer({p.get_any_name(): feeds[next(n for n in sorted(p.get_names()) if n in feeds)]
+                       for p in compiled.inputs})
+        except Exception:  # noqa: BLE001
+            if k < n_base:
+                raise
+            # an extra size (0, past a threshold) the model does not run at: not observed
+            out.append({name: None for name in names})
+            continue
         shapes = {}
         for name in names:
             shapes[name] = list(req.get_output_tensor(where[(name, 0)]).shape)
@@ -652,7 +872,7 @@ def judge_model(args, fname, spec, tmp):
     path = os.path.join(args.dir, fname)
     kind = "ir" if fname.endswith(".xml") else "onnx"
     sizes = spec["sizes"]
-    feeds_list = [feeds_for(spec, s, 1000 + k) for k, s in enumerate(sizes)]
+    n_base = len(sizes)
     res = {"model": fname, "kind": kind, "source": spec.get("source", "?"), "dims": [], "notes": []}
     rows, err = slice_opt_rows(args.bin, path)
     if err:
@@ -673,12 +893,6 @@ def judge_model(args, fname, spec, tmp):
         if not slices:
             return res
         names = [n.output[0] for n in slices]
-        try:
-            truths = onnx_truth(path, names, feeds_list)
-        except Exception as e:  # noqa: BLE001
-            res["error"] = f"ONNX Runtime does not run it: {str(e).splitlines()[0][:300]}"
-            return res
-        bindings = [onnx_binding(model, f) for f in feeds_list]
         declared = onnx_value_dims(model)
         try:
             ort_model = ort_symbolic(model)
@@ -688,6 +902,17 @@ def judge_model(args, fname, spec, tmp):
         except Exception as e:  # noqa: BLE001
             ort_model, ort = None, {}
             res["notes"].append(f"ORT symbolic shape inference failed: {str(e).splitlines()[0][:200] if str(e) else type(e).__name__}")
+        extra, past = extra_sizes(spec, onnx_thresholds(model, {**declared, **ort}))
+        sizes = sizes + extra
+        res["sizes"] = sizes
+        feeds_list = [feeds_for(spec, s, 1000 + k) for k, s in enumerate(sizes)]
+        try:
+            truths = onnx_truth(path, names, feeds_list[:n_base])
+            truths += isolated_truth(tmp, "onnx", path, names, feeds_list[n_base:], set(past))
+        except Exception as e:  # noqa: BLE001
+            res["error"] = f"ONNX Runtime does not run it: {str(e).splitlines()[0][:300]}"
+            return res
+        bindings = [onnx_binding(model, f) for f in feeds_list]
         try:
             onnxm = onnx_value_dims(onnx.shape_inference.infer_shapes(model, data_prop=True))
         except Exception as e:  # noqa: BLE001
@@ -701,13 +926,17 @@ def judge_model(args, fname, spec, tmp):
             ours_dims = split_shape(row["inferred"]) if row and row["inferred"] not in ("-",) else None
             out = n.output[0]
             rank = len(truths[0][out])
+            # the assignments at which this slice was observed (an extra size may not run)
+            seen = [k for k, tr in enumerate(truths) if tr[out] is not None and len(tr[out]) == rank]
             for i in range(rank):
-                t = [tr[out][i] for tr in truths]
-                d = {"node": key, "op": n.op_type, "dim": i, "truth": t, "tools": {}, "text": {}}
+                t = [truths[k][out][i] for k in seen]
+                b = [bindings[k] for k in seen]
+                d = {"node": key, "op": n.op_type, "dim": i, "truth": t, "tools": {}, "text": {},
+                     "sizes_seen": len(seen)}
                 for tool, src, fs in (("slice-opt", ours_dims, True), ("ort", ort.get(out), False),
                                       ("onnx", onnxm.get(out), False), ("declared", declared.get(out), False)):
                     txt = src[i] if src is not None and len(src) == rank else None
-                    verdict, inside = Judged(txt, fs).judge(bindings, t)
+                    verdict, inside = Judged(txt, fs).judge(b, t)
                     d["tools"][tool] = verdict
                     d["text"][tool] = txt
                     if inside:
@@ -734,8 +963,13 @@ def judge_model(args, fname, spec, tmp):
         slices = ir_slices(model)
         if not slices:
             return res
+        sizes = sizes + extra_sizes(spec, ir_thresholds(model))[0]
+        res["sizes"] = sizes
+        feeds_list = [feeds_for(spec, s, 1000 + k) for k, s in enumerate(sizes)]
         try:
-            truths = ir_truth(path, feeds_list)
+            truths = ir_truth(path, feeds_list[:n_base])
+            truths += isolated_truth(tmp, "ir", path, [op.get_friendly_name() for op in slices],
+                                     feeds_list[n_base:], set())
         except Exception as e:  # noqa: BLE001
             res["error"] = f"OpenVINO does not run it: {str(e).splitlines()[0][:300]}"
             return res
@@ -746,9 +980,11 @@ def judge_model(args, fname, spec, tmp):
             ps = op.output(0).get_partial_shape()
             ovd = [ov_dim_text(x) for x in ps] if ps.rank.is_static else None
             rank = len(truths[0][key])
+            seen = [k for k, tr in enumerate(truths) if tr[key] is not None and len(tr[key]) == rank]
             for i in range(rank):
-                t = [tr[key][i] for tr in truths]
-                d = {"node": key, "op": op.get_type_name(), "dim": i, "truth": t, "tools": {}, "text": {}}
+                t = [truths[k][key][i] for k in seen]
+                d = {"node": key, "op": op.get_type_name(), "dim": i, "truth": t, "tools": {}, "text": {},
+                     "sizes_seen": len(seen)}
                 for tool, src in (("slice-opt", ours_dims), ("openvino", ovd)):
                     txt = src[i] if src is not None and len(src) == rank else None
                     verdict, inside = Judged(txt, True).judge([{}] * len(t), t)
@@ -792,7 +1028,10 @@ def main():
     ap.add_argument("--markdown", default=None, help="write the summary (tables, lists) to this file")
     ap.add_argument("--only", default=None, help="models whose file name contains this")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every dim")
+    ap.add_argument("--child-truth", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child_truth:
+        return child_truth(args.child_truth)
     args.bin = os.path.abspath(args.bin)
     try:
         import sympy  # noqa: F401 (ONNX Runtime's symbolic shape inference needs it; onnxruntime does not pull it)

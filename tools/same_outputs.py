@@ -5,6 +5,7 @@ its .bin, external data), the exit code, and the --report JSON with its timings 
 A refactoring that claims no behaviour change must leave no difference.
 
     tools/same_outputs.py BASE_BINARY NEW_BINARY [--passes default,lower,raise,lower,raise]
+        [--also /tmp/slice-opt-bench/big_1gb.onnx ...]
 
 Pass sets are separated by ';' in --passes (default: `default;lower;raise;lower,raise`, where
 `default` runs without --passes). Prints one line per difference and a count; exits 1 when any
@@ -68,11 +69,17 @@ def main():
     ap.add_argument("base")
     ap.add_argument("new")
     ap.add_argument("--passes", default="default;lower;raise;lower,raise")
+    ap.add_argument("--also", nargs="+", default=[], metavar="MODEL",
+                    help="more models (.onnx/.xml files, or folders of them: the bench's)")
+    ap.add_argument("--only-also", action="store_true", help="only the --also models")
     a = ap.parse_args()
     pass_sets = a.passes.split(";")
     diffs = 0
     runs = 0
-    for model in models():
+    extra = []
+    for p in map(Path, a.also):
+        extra += sorted(q for q in p.glob("*") if q.suffix in (".onnx", ".xml")) if p.is_dir() else [p]
+    for model in ([] if a.only_also else models()) + [p.resolve() for p in extra]:
         for passes in pass_sets:
             with tempfile.TemporaryDirectory() as t:
                 bd, nd = Path(t) / "base", Path(t) / "new"
@@ -81,7 +88,8 @@ def main():
                 b = run(a.base, model, passes, bd)
                 n = run(a.new, model, passes, nd)
                 runs += 1
-                name = f"{model.relative_to(ROOT)} [{passes}]"
+                rel = model.relative_to(ROOT) if model.is_relative_to(ROOT) else model
+                name = f"{rel} [{passes}]"
                 why = []
                 if b[0] != n[0]:
                     why.append(f"exit {b[0]} vs {n[0]}")

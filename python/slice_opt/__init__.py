@@ -14,8 +14,10 @@ beside it). :func:`optimize` returns the same kind it was given (``bytes`` for `
 is a :class:`SliceOptError` (one of its subclasses) carrying ``file``, ``node``, ``op`` and
 ``input``.
 
-The command line's options are keyword arguments: ``passes``, ``fold_limit``, ``verify`` and
-``assumptions`` (``--dim``/``--assume``).
+The command line's options are keyword arguments: ``passes``, ``fold_limit``, ``verify``,
+``dims`` (``--dim``: fix or bound a symbolic dim of the inputs), ``input_shapes``
+(``--input-shape``: an input's whole shape) and ``assumptions`` (``--dim``/``--assume`` as
+assumptions only).
 """
 
 import json
@@ -58,6 +60,8 @@ __all__ = [
     "SliceInfo",
     "Verdict",
     "Assumptions",
+    "Dims",
+    "InputShapes",
     "SliceOptError",
     "Error",
     "InputError",
@@ -149,6 +153,31 @@ Assumptions = Union[
     str,
     Sequence[str],
     Mapping[str, Union[int, str, Tuple[Optional[int], Optional[int]]]],
+    None,
+]
+
+
+#: What ``dims=`` takes (the command line's ``--dim``): a mapping from a symbol to a size or its
+#: bounds (``{"batch": 1, "seq": (1, 4096), "past": "0..512", "n": (1, None)}``), or texts in
+#: the command line's syntax (``["batch=1", "seq=1..4096"]``, or one text).
+Dims = Union[
+    str,
+    Sequence[str],
+    Mapping[str, Union[int, str, Tuple[Optional[int], Optional[int]]]],
+    None,
+]
+
+#: One dim of ``input_shapes=``: a size, a symbol's name, ``None`` or ``"?"`` (unknown), bounds
+#: ``(lo, hi)`` (``hi`` None: unbounded) or a text ``"1..2048"``.
+InputDimValue = Union[int, str, None, Tuple[Optional[int], Optional[int]]]
+
+#: What ``input_shapes=`` takes (the command line's ``--input-shape``): a mapping from an input
+#: to its whole shape, as a list of dims (``{"x": [1, "seq", None, (1, 2048)]}``) or a text
+#: (``{"x": "1,seq,?,1..2048"}``), or texts ``["x=1,seq,?"]`` (or one text).
+InputShapes = Union[
+    str,
+    Sequence[str],
+    Mapping[str, Union[str, Sequence[InputDimValue]]],
     None,
 ]
 
@@ -267,10 +296,104 @@ def _assumption_texts(assumptions: Assumptions) -> List[str]:
     return texts
 
 
-def _settings(assumptions: Assumptions) -> Dict[str, Any]:
+def _size_text(v: Any, what: str) -> str:
+    """A size (an ``int`` >= 0, not a ``bool``) as text; else a :class:`UsageError`."""
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise UsageError(f"{what}: {v!r} is not a size (an int >= 0)")
+    return str(v)
+
+
+def _bounds_text(v: Any, what: str) -> str:
+    """``(lo, hi)`` (either None: open) as ``lo..hi``; else a :class:`UsageError`."""
+    if not isinstance(v, (tuple, list)) or len(v) != 2:
+        raise UsageError(f"{what}: {v!r} is not a size, bounds (lo, hi) or a text")
+    lo, hi = ("" if x is None else _size_text(x, what) for x in v)
+    return f"{lo}..{hi}"
+
+
+def _texts(value: Any, what: str) -> List[str]:
+    """One text or a sequence of texts as a list; else a :class:`UsageError`."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (bytes, bytearray)) or not isinstance(value, Sequence):
+        raise UsageError(
+            f"{what}: expected a mapping or texts, not {type(value).__name__}"
+        )
+    texts = list(value)
+    for t in texts:
+        if not isinstance(t, str):
+            raise UsageError(f"{what}: {t!r} is not a text")
+    return texts
+
+
+def _checked_text(t: str, what: str) -> str:
+    if "\n" in t or "\r" in t:
+        raise UsageError(f"{what}: {t!r} holds a line break")
+    return t
+
+
+def _dim_texts(dims: Dims) -> List[str]:
+    """``dims=`` as the command line's ``--dim`` texts (``batch=1``, ``seq=1..4096``)."""
+    if dims is None:
+        return []
+    if isinstance(dims, Mapping):
+        out = []
+        for name, b in dims.items():
+            if not isinstance(name, str) or not name.strip():
+                raise UsageError(f"dims: {name!r} is not a symbol's name")
+            what = f"dims: {name!r}"
+            if isinstance(b, str):
+                out.append(f"{name}={b}")
+            elif isinstance(b, int) and not isinstance(b, bool):
+                out.append(f"{name}={_size_text(b, what)}")
+            else:
+                out.append(f"{name}={_bounds_text(b, what)}")
+        return [_checked_text(t, "dims") for t in out]
+    return [_checked_text(t, "dims") for t in _texts(dims, "dims")]
+
+
+def _input_dim_text(d: Any, what: str) -> str:
+    if d is None:
+        return "?"
+    if isinstance(d, str):
+        if "," in d or "=" in d:
+            raise UsageError(f"{what}: {d!r} is not one dim")
+        return d
+    if isinstance(d, int) and not isinstance(d, bool):
+        return _size_text(d, what)
+    return _bounds_text(d, what)
+
+
+def _input_shape_texts(input_shapes: InputShapes) -> List[str]:
+    """``input_shapes=`` as the command line's ``--input-shape`` texts (``x=1,seq,?,1..2048``)."""
+    if input_shapes is None:
+        return []
+    if isinstance(input_shapes, Mapping):
+        out = []
+        for name, shape in input_shapes.items():
+            if not isinstance(name, str) or not name.strip():
+                raise UsageError(f"input_shapes: {name!r} is not an input's name")
+            what = f"input_shapes: {name!r}"
+            if isinstance(shape, str):
+                out.append(f"{name}={shape}")
+            elif isinstance(shape, (bytes, bytearray)) or not isinstance(shape, Sequence):
+                raise UsageError(f"{what}: {shape!r} is not a shape (a list of dims or a text)")
+            else:
+                out.append(f"{name}=" + ",".join(_input_dim_text(d, what) for d in shape))
+        return [_checked_text(t, "input_shapes") for t in out]
+    return [_checked_text(t, "input_shapes") for t in _texts(input_shapes, "input_shapes")]
+
+
+def _settings(
+    assumptions: Assumptions, dims: Dims = None, input_shapes: InputShapes = None
+) -> Dict[str, Any]:
     """The keyword arguments of :func:`optimize`, :func:`check` and :func:`info` that shape how
     the model is read, for ``_native`` (``Settings`` in src/lib.rs: a key per field)."""
-    return {"assumptions": _assumption_texts(assumptions)}
+    return {
+        "assumptions": _assumption_texts(assumptions),
+        "dims": _dim_texts(dims),
+        "input_shapes": _input_shape_texts(input_shapes),
+    }
 
 
 def _to_proto(data: bytes):
@@ -305,6 +428,8 @@ def optimize(
     output: Union[str, "os.PathLike[str]", None] = None,
     *,
     assumptions: Assumptions = None,
+    dims: Dims = None,
+    input_shapes: InputShapes = None,
 ) -> Tuple[Any, Report]:
     """Runs passes on a model and returns ``(result, report)``.
 
@@ -325,6 +450,17 @@ def optimize(
             result records them in ``metadata_props`` (``slice_opt.assumptions``). Without
             them, those a model records are used. ``verify=`` runs at sizes within the bounds
             and checks the facts at them.
+        dims: sizes or bounds of the inputs' symbolic dims (``--dim``): ``{"batch": 1,
+            "seq": (1, 4096), "past": "0..512"}`` or texts ``["batch=1", "seq=1..4096"]``. A
+            fixed symbol is written as its size everywhere the model declares it (inputs,
+            ``value_info``, outputs; IR Parameters), and what becomes constant folds; a bounded
+            one keeps its name in ONNX and is written as an interval in IR. Each is also an
+            assumption (as ``--dim`` is). A name no input has is refused (:class:`InputError`).
+        input_shapes: whole shapes of inputs (``--input-shape``), for dims without names:
+            ``{"x": [1, "seq", None, (1, 2048)]}``, ``{"x": "1,seq,?,1..2048"}`` or texts
+            ``["x=1,seq,?"]``; each dim a size, a name, ``None``/``"?"`` (unknown) or bounds.
+            An unknown input, a rank mismatch or a size against a static dim is refused
+            (:class:`InputError`). ``verify=`` runs the original at the sizes given.
 
     Returns:
         ``(result, report)``: result is a ``ModelProto`` for a ``ModelProto`` (or an ONNX path
@@ -340,7 +476,7 @@ def optimize(
     out_path = os.fspath(output) if output is not None else None
     if kind != "path" and out_path is not None:
         raise UsageError("output= is for a model given as a path")
-    settings = _settings(assumptions)
+    settings = _settings(assumptions, dims, input_shapes)
     result_bytes, raw = _native.optimize(
         name, data, out_path, _passes(passes), int(fold_limit), settings
     )
@@ -353,7 +489,12 @@ def optimize(
         else:
             before = data if data is not None else name
             after = result_bytes if result_bytes is not None else out_path
-            verification = _verify.compare(before, after, settings["assumptions"])
+            verification = _verify.compare(
+                before,
+                after,
+                settings["dims"] + settings["assumptions"],
+                settings["input_shapes"],
+            )
     if kind == "proto":
         result: Any = _to_proto(result_bytes)
     elif kind == "bytes":
@@ -383,15 +524,25 @@ def infer_shapes(
     output: Union[str, "os.PathLike[str]", None] = None,
     *,
     assumptions: Assumptions = None,
+    dims: Dims = None,
+    input_shapes: InputShapes = None,
 ) -> Any:
     """Runs only the ``infer`` pass: every Slice/StridedSlice output gets its inferred shape
     (symbolic where the dims are) written into the model. Returns the model of the same kind
-    (or the output path)."""
-    result, _ = optimize(model, passes=("infer",), output=output, assumptions=assumptions)
+    (or the output path). ``assumptions``, ``dims`` and ``input_shapes`` as for
+    :func:`optimize` (the inputs' shapes are written first)."""
+    result, _ = optimize(
+        model,
+        passes=("infer",),
+        output=output,
+        assumptions=assumptions,
+        dims=dims,
+        input_shapes=input_shapes,
+    )
     return result
 
 
-def check(model: Model, *, assumptions: Assumptions = None) -> List[CheckRow]:
+def check(model: Model, *, assumptions: Assumptions = None, dims: Dims = None) -> List[CheckRow]:
     """Declared versus inferred shape of every slice node: the rows of
     ``slice-opt check --format json`` (each a dict with ``node``, ``path``, ``op``,
     ``declared``, ``inferred``, ``input``, ``verdict`` — ``ok``, ``undeclared``, ``unknown``,
@@ -399,19 +550,24 @@ def check(model: Model, *, assumptions: Assumptions = None) -> List[CheckRow]:
     when there is one).
 
     ``model`` is a path, ``bytes`` or a ``ModelProto``; ``assumptions`` as for
-    :func:`optimize` (``--dim``/``--assume``). The rows are the same whatever the kind of
+    :func:`optimize` (``--dim``/``--assume``). ``dims`` as for :func:`optimize`, but as
+    ``slice-opt check --dim`` is: bounds (a size: ``n..n``) the inferred dims are exact
+    within, the model itself left as it is (no ``input_shapes``: the command line's ``check``
+    has no ``--input-shape``). The rows are the same whatever the kind of
     ``model``; the command line's exit code 1 is a row whose verdict is ``mismatch`` or
     ``invalid``."""
     kind, name, data = _source(model)
-    rows: List[CheckRow] = json.loads(_native.check(name, data, _settings(assumptions)))["rows"]
+    settings = _settings(assumptions, dims)
+    rows: List[CheckRow] = json.loads(_native.check(name, data, settings))["rows"]
     return rows
 
 
-def info(model: Model, *, assumptions: Assumptions = None) -> Info:
+def info(model: Model, *, assumptions: Assumptions = None, dims: Dims = None) -> Info:
     """A summary of a model, as ``slice-opt info --format json``: ``model``, ``format``,
     ``opsets``, ``nodes``, ``ops`` (op type to count) and ``slices`` (each slice node in Python
     slice notation). ``model`` is a path, ``bytes`` or a ``ModelProto`` (``model`` then reads
-    ``model.onnx``); ``assumptions`` as for :func:`optimize`."""
+    ``model.onnx``); ``assumptions`` as for :func:`optimize`, ``dims`` as for :func:`check`
+    (bounds only)."""
     kind, name, data = _source(model)
-    result: Info = json.loads(_native.info(name, data, _settings(assumptions)))
+    result: Info = json.loads(_native.info(name, data, _settings(assumptions, dims)))
     return result

@@ -44,6 +44,8 @@ __all__ = [
     "SliceInfo",
     "Verdict",
     "Assumptions",
+    "Dims",
+    "InputShapes",
     "SliceOptError",
     "Error",
     "InputError",
@@ -76,6 +78,25 @@ Assumptions: TypeAlias = Union[
     str,
     Sequence[str],
     Mapping[str, Union[int, str, Tuple[Optional[int], Optional[int]]]],
+    None,
+]
+
+#: ``{"batch": 1, "seq": (1, 4096), "past": "0..512"}``, ``["batch=1", "seq=1..4096"]`` or one text.
+Dims: TypeAlias = Union[
+    str,
+    Sequence[str],
+    Mapping[str, Union[int, str, Tuple[Optional[int], Optional[int]]]],
+    None,
+]
+
+#: One dim of ``input_shapes=``: a size, a name, ``None``/``"?"`` (unknown) or bounds.
+InputDimValue: TypeAlias = Union[int, str, None, Tuple[Optional[int], Optional[int]]]
+
+#: ``{"x": [1, "seq", None, (1, 2048)]}``, ``{"x": "1,seq,?,1..2048"}``, ``["x=1,seq,?"]`` or one text.
+InputShapes: TypeAlias = Union[
+    str,
+    Sequence[str],
+    Mapping[str, Union[str, Sequence[InputDimValue]]],
     None,
 ]
 
@@ -140,7 +161,9 @@ class Info(TypedDict):
     slices: List[SliceInfo]
 
 def summary_table(s: Dict[str, Any]) -> str: ...
-def _settings(assumptions: Assumptions) -> Dict[str, Any]: ...
+def _settings(
+    assumptions: Assumptions, dims: Dims = ..., input_shapes: InputShapes = ...
+) -> Dict[str, Any]: ...
 
 # A ModelProto in: a ModelProto of the same type out.
 @overload
@@ -152,6 +175,8 @@ def optimize(
     output: None = ...,
     *,
     assumptions: Assumptions = ...,
+    dims: Dims = ...,
+    input_shapes: InputShapes = ...,
 ) -> Tuple[_Proto, Report]: ...
 # Bytes in: bytes out.
 @overload
@@ -163,6 +188,8 @@ def optimize(
     output: None = ...,
     *,
     assumptions: Assumptions = ...,
+    dims: Dims = ...,
+    input_shapes: InputShapes = ...,
 ) -> Tuple[bytes, Report]: ...
 # A path with output=: the output path.
 @overload
@@ -174,6 +201,8 @@ def optimize(
     output: _Path,
     *,
     assumptions: Assumptions = ...,
+    dims: Dims = ...,
+    input_shapes: InputShapes = ...,
 ) -> Tuple[str, Report]: ...
 @overload
 def optimize(
@@ -184,6 +213,8 @@ def optimize(
     *,
     output: _Path,
     assumptions: Assumptions = ...,
+    dims: Dims = ...,
+    input_shapes: InputShapes = ...,
 ) -> Tuple[str, Report]: ...
 # An ONNX path without output=: an onnx.ModelProto.
 @overload
@@ -195,16 +226,54 @@ def optimize(
     output: None = ...,
     *,
     assumptions: Assumptions = ...,
+    dims: Dims = ...,
+    input_shapes: InputShapes = ...,
 ) -> Tuple[Any, Report]: ...
 @overload
-def infer_shapes(model: _Proto, output: None = ..., *, assumptions: Assumptions = ...) -> _Proto: ...
+def infer_shapes(
+    model: _Proto,
+    output: None = ...,
+    *,
+    assumptions: Assumptions = ...,
+    dims: Dims = ...,
+    input_shapes: InputShapes = ...,
+) -> _Proto: ...
 @overload
-def infer_shapes(model: _Bytes, output: None = ..., *, assumptions: Assumptions = ...) -> bytes: ...
+def infer_shapes(
+    model: _Bytes,
+    output: None = ...,
+    *,
+    assumptions: Assumptions = ...,
+    dims: Dims = ...,
+    input_shapes: InputShapes = ...,
+) -> bytes: ...
 @overload
-def infer_shapes(model: _Path, output: _Path, *, assumptions: Assumptions = ...) -> str: ...
+def infer_shapes(
+    model: _Path,
+    output: _Path,
+    *,
+    assumptions: Assumptions = ...,
+    dims: Dims = ...,
+    input_shapes: InputShapes = ...,
+) -> str: ...
 @overload
-def infer_shapes(model: _Path, output: None = ..., *, assumptions: Assumptions = ...) -> Any: ...
+def infer_shapes(
+    model: _Path,
+    output: None = ...,
+    *,
+    assumptions: Assumptions = ...,
+    dims: Dims = ...,
+    input_shapes: InputShapes = ...,
+) -> Any: ...
 def check(
-    model: Union[_ModelProtoLike, _Bytes, _Path], *, assumptions: Assumptions = ...
+    model: Union[_ModelProtoLike, _Bytes, _Path],
+    *,
+    assumptions: Assumptions = ...,
+    dims: Dims = ...,
 ) -> List[CheckRow]: ...
-def info(model: Union[_ModelProtoLike, _Bytes, _Path], *, assumptions: Assumptions = ...) -> Info: ...
+def info(
+    model: Union[_ModelProtoLike, _Bytes, _Path],
+    *,
+    assumptions: Assumptions = ...,
+    dims: Dims = ...,
+) -> Info: ...

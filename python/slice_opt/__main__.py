@@ -2,7 +2,8 @@
 package (no tract: ``--verify`` runs in ONNX Runtime).
 
     python -m slice_opt INPUT -o OUTPUT [--passes LIST] [--fold-limit 16M] [--report FILE.json]
-                        [--verify] [--dim NAME=LO..HI]... [--assume FACT]... [-q|-v]
+                        [--verify] [--dim NAME=SIZE|LO..HI]... [--input-shape INPUT=D1,...]...
+                        [--assume FACT]... [-q|-v]
     python -m slice_opt check MODEL [--format table|json] [--dim ...] [--assume ...]
     python -m slice_opt info MODEL [--format table|json] [--dim ...] [--assume ...]
 
@@ -37,19 +38,21 @@ def _table(rows: List[List[str]]) -> str:
     )
 
 
-def _assumptions(a: argparse.Namespace) -> List[str]:
-    return list(a.dim) + list(a.assume)
-
-
 def _add_assumptions(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dim", action="append", default=[], metavar="NAME=LO..HI")
+    p.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=SIZE|LO..HI",
+        help="fix or bound a symbolic dim of the inputs (for check and info: bounds only)",
+    )
     p.add_argument("--assume", action="append", default=[], metavar="FACT")
 
 
-def _check(model: str, fmt: str, assumptions: List[str]) -> int:
-    rows = slice_opt.check(model, assumptions=assumptions)
+def _check(model: str, fmt: str, assumptions: List[str], dims: List[str]) -> int:
+    rows = slice_opt.check(model, assumptions=assumptions, dims=dims)
     if fmt == "json":
-        settings = slice_opt._settings(assumptions)
+        settings = slice_opt._settings(assumptions, dims)
         print(json.dumps(json.loads(slice_opt._native.check(model, None, settings)), indent=2))
     else:
         table = [["node", "op", "declared", "inferred", "verdict"]]
@@ -62,8 +65,8 @@ def _check(model: str, fmt: str, assumptions: List[str]) -> int:
     return 1 if any(r["verdict"] in ("mismatch", "invalid") for r in rows) else 0
 
 
-def _info(model: str, fmt: str, assumptions: List[str]) -> int:
-    i = slice_opt.info(model, assumptions=assumptions)
+def _info(model: str, fmt: str, assumptions: List[str], dims: List[str]) -> int:
+    i = slice_opt.info(model, assumptions=assumptions, dims=dims)
     if fmt == "json":
         print(json.dumps(i, indent=2))
         return 0
@@ -86,7 +89,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             p.add_argument("--format", choices=["table", "json"], default="table")
             _add_assumptions(p)
             a = p.parse_args(argv[1:])
-            return (_check if argv[0] == "check" else _info)(a.model, a.format, _assumptions(a))
+            return (_check if argv[0] == "check" else _info)(a.model, a.format, a.assume, a.dim)
         p = argparse.ArgumentParser(prog="python -m slice_opt", description=__doc__.split("\n\n")[0])
         p.add_argument("input")
         p.add_argument("-o", "--output", required=True)
@@ -95,6 +98,13 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.add_argument("--report", metavar="FILE.json")
         p.add_argument("--verify", action="store_true")
         _add_assumptions(p)
+        p.add_argument(
+            "--input-shape",
+            action="append",
+            default=[],
+            metavar="INPUT=D1,D2,...",
+            help="the whole shape of one input (each dim a size, a name, ? or lo..hi)",
+        )
         g = p.add_mutually_exclusive_group()
         g.add_argument("-q", "--quiet", action="store_true")
         g.add_argument("-v", "--verbose", action="store_true")
@@ -105,7 +115,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             fold_limit=a.fold_limit,
             verify="onnxruntime" if a.verify else False,
             output=a.output,
-            assumptions=_assumptions(a),
+            assumptions=a.assume,
+            dims=a.dim,
+            input_shapes=a.input_shape,
         )
         if a.report:
             with open(a.report, "w") as f:

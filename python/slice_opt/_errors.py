@@ -41,7 +41,9 @@ Error = SliceOptError
 class InputError(SliceOptError):
     """The model could not be read (not a model, corrupt, a malformed node), or a file could not
     be read or written (also a refused one: an output that is an input, external data outside
-    the model's directory). The command line exits 2 on these."""
+    the model's directory), or ``dims=``/``input_shapes=`` do not fit the model (a symbol or
+    input it does not have, a size against a static dim, a rank mismatch). The command line
+    exits 2 on these."""
 
 
 class SliceError(SliceOptError):
@@ -53,8 +55,8 @@ class PassError(SliceOptError):
 
 
 class UsageError(SliceOptError):
-    """A bad argument: an unknown pass, an assumption that does not read, an unsupported
-    combination."""
+    """A bad argument: an unknown pass, an assumption, ``dims=`` or ``input_shapes=`` value that
+    does not read, an unsupported combination."""
 
 
 class VerificationError(SliceOptError):

@@ -4,7 +4,8 @@ __all__ = ["optimize", "check", "info", "pass_names", "DEFAULT_FOLD_LIMIT"]
 
 DEFAULT_FOLD_LIMIT: int
 
-# settings: {"assumptions": [texts]} (``Settings`` in src/lib.rs; a key per field).
+# settings: {"assumptions": [texts], "dims": [texts], "input_shapes": [texts]} (``Settings``
+# in src/lib.rs; a key per field).
 def optimize(
     name: str,
     data: Optional[bytes],

@@ -8,7 +8,10 @@ original runs. Inputs above 1 GiB are not run. Integer inputs take values 0..3, 
 
 Under ``assumptions=``, a named symbol with bounds (``seq=1..4096``) takes the size nearest the
 one tried within them, and a size is used only if every fact (``k_len >= q_len``) holds at it:
-the result is exact only where they hold.
+the result is exact only where they hold. ``dims=`` joins them (a fixed size is the bound
+``n..n``), and ``input_shapes=`` sets an input's dims one by one: a size is used as given, a name
+is a symbol as above, bounds clamp the size tried, ``?`` is tried as an unknown dim: the original
+runs at the sizes the result was given.
 """
 
 import ast
@@ -36,6 +39,9 @@ _DTYPES = {
 
 
 Bounds = Dict[str, Tuple[int, Optional[int]]]
+#: ``input_shapes=`` as ``{input: [dim]}``, each dim an int (a size), a str (a symbol), a
+#: ``(lo, hi)`` (bounds) or None (``?``).
+Shapes = Dict[str, List[Union[int, str, Tuple[int, Optional[int]], None]]]
 Fact = Tuple[str, Callable[[Dict[str, int]], Optional[bool]]]
 
 
@@ -57,6 +63,47 @@ def _bounds(texts: Sequence[str]) -> Bounds:
         lo = int(lo_s) if lo_s.strip() else 0
         hi = int(hi_s) if hi_s.strip() else None
         out[name.strip()] = (lo, hi)
+    return out
+
+
+def _range(text: str) -> Tuple[int, Optional[int]]:
+    lo_s, dots, hi_s = text.partition("..")
+    if not dots:
+        lo_s = hi_s = text
+    return (int(lo_s) if lo_s.strip() else 0, int(hi_s) if hi_s.strip() else None)
+
+
+def _shapes(texts: Sequence[str]) -> Shapes:
+    """``INPUT=D1,D2,...`` texts (already accepted by the library) as ``{input: [dim]}``."""
+    out: Shapes = {}
+    for t in texts:
+        name, _, dims = t.rpartition("=")
+        shape: List[Union[int, str, Tuple[int, Optional[int]], None]] = []
+        for d in (x.strip() for x in dims.split(",")) if dims.strip() else ():
+            if d == "?":
+                shape.append(None)
+            elif ".." in d:
+                lo, hi = _range(d)
+                shape.append(lo if hi == lo else (lo, hi))
+            elif d.isdigit():
+                shape.append(int(d))
+            else:
+                shape.append(d)
+        out[name.strip()] = shape
+    return out
+
+
+def _dims_of(sess, shapes: Shapes) -> List[Tuple[str, List[object]]]:
+    """Each input's name and dims: those of ``input_shapes=`` where it gives the input (its
+    ``?`` the model's dim there), else the model's."""
+    out: List[Tuple[str, List[object]]] = []
+    for i in sess.get_inputs():
+        model = list(i.shape or [])
+        given = shapes.get(i.name)
+        if given is None or len(given) != len(model):
+            out.append((i.name, model))
+        else:
+            out.append((i.name, [m if g is None else g for g, m in zip(given, model)]))
     return out
 
 
@@ -143,11 +190,11 @@ def _clamp(v: int, b: Optional[Tuple[int, Optional[int]]]) -> int:
 MAX_COMBINATIONS = 4096
 
 
-def _sizes(sess, size: int, batch: int, bounds: Bounds) -> Dict[str, int]:
+def _sizes(sess, size: int, batch: int, bounds: Bounds, shapes: Optional[Shapes] = None) -> Dict[str, int]:
     """The size of every named symbol of the inputs."""
     names: Dict[str, int] = {}
-    for i in sess.get_inputs():
-        for axis, d in enumerate(i.shape or []):
+    for _, dims in _dims_of(sess, shapes or {}):
+        for axis, d in enumerate(dims):
             if isinstance(d, str) and d and d not in names:
                 names[d] = _clamp(batch if axis == 0 else size, bounds.get(d))
     return names
@@ -184,22 +231,32 @@ def _satisfying(names: Dict[str, int], bounds: Bounds, facts: Sequence[Fact]) ->
     return None, [first_false]
 
 
-def _inputs(sess, size: int, batch: int, rng, names: Optional[Dict[str, int]] = None) -> Dict[str, object]:
+def _inputs(
+    sess,
+    size: int,
+    batch: int,
+    rng,
+    names: Optional[Dict[str, int]] = None,
+    shapes: Optional[Shapes] = None,
+) -> Dict[str, object]:
     import numpy as np
 
     names = dict(names or {})
+    given = _dims_of(sess, shapes or {})
     feeds = {}
     total = 0
-    for i in sess.get_inputs():
+    for i, (_, dims) in zip(sess.get_inputs(), given):
         dtype = _DTYPES.get(i.type)
         if dtype is None:
             raise ValueError(f"input '{i.name}' has type {i.type}, which verification does not generate")
         shape: List[int] = []
-        for axis, d in enumerate(i.shape or []):
+        for axis, d in enumerate(dims):
             if isinstance(d, int) and d >= 0:
                 shape.append(d)
             elif isinstance(d, str) and d:
                 shape.append(names.setdefault(d, batch if axis == 0 else size))
+            elif isinstance(d, tuple):
+                shape.append(_clamp(batch if axis == 0 else size, d))
             else:
                 shape.append(batch if axis == 0 else size)
         total += int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
@@ -231,13 +288,20 @@ def _same(a, b) -> str:
     return "" if np.array_equal(a, b) else "values differ"
 
 
-def compare(before: Union[bytes, str], after: Union[bytes, str], assumptions: Sequence[str] = ()) -> str:
+def compare(
+    before: Union[bytes, str],
+    after: Union[bytes, str],
+    assumptions: Sequence[str] = (),
+    input_shapes: Sequence[str] = (),
+) -> str:
     """Runs both models; returns what was verified (or why not), raises VerificationError on a
-    difference. ``assumptions``: the texts of ``assumptions=`` (sizes within the bounds, facts
-    holding at them)."""
+    difference. ``assumptions``: the texts of ``dims=`` and ``assumptions=`` (sizes within the
+    bounds, facts holding at them); ``input_shapes``: the texts of ``input_shapes=`` (the
+    original's inputs run at those shapes)."""
     import numpy as np
 
     bounds = _bounds(assumptions)
+    shapes = _shapes(input_shapes)
     facts = [_fact(t) for t in assumptions if _is_fact(t)]
 
     try:
@@ -251,14 +315,14 @@ def compare(before: Union[bytes, str], after: Union[bytes, str], assumptions: Se
     unchecked: List[str] = []
     for k, size in enumerate(SIZES):
         batch = size if k == 0 else 1
-        near = _sizes(sa, size, batch, bounds)
+        near = _sizes(sa, size, batch, bounds, shapes)
         found, unchecked = _satisfying(near, bounds, facts)
         if found is None:
             no_sizes = no_sizes or f"no sizes near {near} satisfy the assumption '{unchecked[0]}'"
             continue
         names = found
         try:
-            feeds = _inputs(sa, size, batch, np.random.default_rng(SEED), names)
+            feeds = _inputs(sa, size, batch, np.random.default_rng(SEED), names, shapes)
             sa.run(None, feeds)
             chosen = (size, batch, names)
             break
@@ -275,7 +339,7 @@ def compare(before: Union[bytes, str], after: Union[bytes, str], assumptions: Se
     rng = np.random.default_rng(SEED)
     outputs = 0
     for r in range(RUNS):
-        feeds = _inputs(sa, size, batch, rng, names)
+        feeds = _inputs(sa, size, batch, rng, names, shapes)
         want = sa.run(None, feeds)
         try:
             got = sb.run(None, feeds)
@@ -294,7 +358,7 @@ def compare(before: Union[bytes, str], after: Union[bytes, str], assumptions: Se
                 )
         outputs += len(want)
     at = f"unbound dims at {size}, axis 0 at {batch}"
-    if bounds or facts:
+    if bounds or facts or shapes:
         at += f"; named dims at {names}"
     if unchecked:
         at += "; not checked at these sizes: " + ", ".join(f"'{t}'" for t in unchecked)

@@ -10,6 +10,7 @@ use prost::Message;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use slice_opt::formats::input_shapes::{InputShape, ShapesIn};
 use slice_opt::formats::onnx::OnnxModel;
 use slice_opt::pipeline::PassKind;
 use slice_opt::run::{file_size, optimize_file, Options};
@@ -98,31 +99,86 @@ fn slice_input(op: &str, ir: bool, e: &SliceError) -> Option<usize> {
 struct Settings {
     /// `assumptions=`: `--dim` texts (`seq=1..4096`) and `--assume` facts (`k_len >= q_len`).
     assumptions: Vec<String>,
+    /// `dims=`: `--dim` texts (`batch=1`, `seq=1..4096`). As on the command line, each is an
+    /// assumption (for `optimize`, `check` and `info`) and, for `optimize`, a size or bounds
+    /// written into the model's inputs.
+    dims: Vec<String>,
+    /// `input_shapes=`: `--input-shape` texts (`x=1,seq,?,1..2048`); `optimize` only.
+    input_shapes: Vec<String>,
 }
 
 impl Settings {
-    /// The assumptions: a text with a comparison (`<`, `>`, `==`) is a fact, else a dim's
-    /// bounds.
+    /// The assumptions: the `dims` first (as the command line's `--dim` comes before its
+    /// `--assume`), then `assumptions`, where a text with a comparison (`<`, `>`, `==`) is a
+    /// fact, else a dim's bounds.
     fn assumptions(&self) -> Result<Assumptions, Error> {
         let usage = |e: dim::AssumptionError| Error::Usage(format!("assumptions: {e}"));
-        self.assumptions
-            .iter()
-            .try_fold(Assumptions::new(), |a, t| {
-                if t.contains(['<', '>']) || t.contains("==") {
-                    a.parse_fact(t).map_err(usage)
-                } else {
-                    a.parse_dim(t).map_err(usage)
-                }
-            })
+        let dims = self.dims.iter().try_fold(Assumptions::new(), |a, t| {
+            a.parse_dim(t)
+                .map_err(|e| Error::Usage(format!("dims: {e}")))
+        })?;
+        self.assumptions.iter().try_fold(dims, |a, t| {
+            if t.contains(['<', '>']) || t.contains("==") {
+                a.parse_fact(t).map_err(usage)
+            } else {
+                a.parse_dim(t).map_err(usage)
+            }
+        })
     }
 
-    /// Runs `f` under the settings: the assumptions installed on this thread (as the command
-    /// line's `--dim`/`--assume` are for the whole run), then the thread's own restored.
-    fn apply<T>(&self, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    /// `dims` and `input_shapes` as the library reads `--dim` and `--input-shape`; a malformed
+    /// text is a usage error naming the keyword.
+    fn shapes(&self) -> Result<ShapesIn, Error> {
+        let mut s = ShapesIn::default();
+        for d in &self.dims {
+            s.dims
+                .push(ShapesIn::parse_dim(d).map_err(|e| Error::Usage(format!("dims: {d}: {e}")))?);
+        }
+        for i in &self.input_shapes {
+            s.inputs.push(
+                InputShape::parse(i)
+                    .map_err(|e| Error::Usage(format!("input_shapes: {i}: {e}")))?,
+            );
+        }
+        Ok(s)
+    }
+
+    /// Runs `f` with the shapes given for the inputs, under the assumptions installed on this
+    /// thread (as the command line's `--dim`/`--assume` are for the whole run), then the
+    /// thread's own restored.
+    fn apply<T>(&self, f: impl FnOnce(ShapesIn) -> Result<T, Error>) -> Result<T, Error> {
+        let shapes = self.shapes()?;
         let before = dim::assume_in_thread(self.assumptions()?);
-        let r = f();
+        let r = f(shapes);
         dim::assume_in_thread(before);
-        r
+        r.map_err(keyword_names)
+    }
+}
+
+/// A refusal of what `--dim`/`--input-shape` gave, named as the keyword arguments that gave it
+/// (`dims: no input of the model has a dim named 'n' ...`).
+fn keyword_names(e: Error) -> Error {
+    match e {
+        Error::Refused { path, message } => Error::Refused {
+            path,
+            message: message
+                .replace("--dim", "dims")
+                .replace("--input-shape", "input_shapes"),
+        },
+        e => e,
+    }
+}
+
+/// `check` and `info` read `dims` as bounds only and take no input shapes (the command
+/// line's `check` and `info` have no `--input-shape`).
+fn bounds_only(shapes: &ShapesIn) -> Result<(), Error> {
+    if shapes.inputs.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Usage(
+            "input_shapes= is for optimize and infer_shapes (check and info take dims= as bounds)"
+                .into(),
+        ))
     }
 }
 
@@ -164,12 +220,15 @@ fn optimize_impl(
     output: Option<&str>,
     passes_list: Vec<String>,
     fold_limit: u64,
+    shapes: ShapesIn,
 ) -> Result<Optimized, Error> {
     let kinds = passes(passes_list)?;
     // File to file: the library's one "optimize a file" path, as the command line takes it.
     if let (None, Some(o)) = (&data, output) {
         let mut opts = Options::new(&kinds);
         opts.fold_limit = fold_limit;
+        opts.dims = &shapes.dims;
+        opts.input_shapes = &shapes.inputs;
         let report = optimize_file(Path::new(name), Path::new(o), &opts)?;
         return Ok((None, json(&report)?));
     }
@@ -181,9 +240,9 @@ fn optimize_impl(
     let mut model = load(name, data)?;
     let load_seconds = start.elapsed().as_secs_f64();
     let before = op_rows(&model);
-    let mut report = Pipeline::with_passes(kinds)
-        .fold_limit(fold_limit)
-        .run(&mut model)?;
+    let mut pipeline = Pipeline::with_passes(kinds).fold_limit(fold_limit);
+    pipeline.shapes = shapes;
+    let mut report = pipeline.run(&mut model)?;
     report.load_seconds = Some(load_seconds);
     let save_start = Instant::now();
     let (out, bytes_after) = match (output, &model) {
@@ -232,7 +291,9 @@ fn optimize<'py>(
 ) -> PyResult<(Option<Bound<'py, PyBytes>>, String)> {
     let ir = is_ir(&name, &data);
     let r = py.detach(|| {
-        settings.apply(|| optimize_impl(&name, data, output.as_deref(), passes, fold_limit))
+        settings.apply(|shapes| {
+            optimize_impl(&name, data, output.as_deref(), passes, fold_limit, shapes)
+        })
     });
     match r {
         Ok((b, report)) => Ok((b.map(|b| PyBytes::new(py, &b)), report)),
@@ -252,7 +313,8 @@ fn check(
 ) -> PyResult<String> {
     let ir = is_ir(&name, &data);
     py.detach(|| {
-        settings.apply(|| {
+        settings.apply(|shapes| {
+            bounds_only(&shapes)?;
             let model = load(&name, data)?;
             json(&slice_opt::check::check(&model))
         })
@@ -271,7 +333,8 @@ fn info(
 ) -> PyResult<String> {
     let ir = is_ir(&name, &data);
     py.detach(|| {
-        settings.apply(|| {
+        settings.apply(|shapes| {
+            bounds_only(&shapes)?;
             let model = load(&name, data)?;
             json(&slice_opt::check::info(&model))
         })

@@ -349,6 +349,10 @@ rows: List[slice_opt.CheckRow] = slice_opt.check(b"", assumptions="k >= q")
 v: slice_opt.Verdict = rows[0]["verdict"]
 n: int = slice_opt.info(m)["nodes"]
 rep: slice_opt.Report = slice_opt.optimize(m, verify="onnxruntime")[1]
+q: onnx.ModelProto = slice_opt.optimize(m, dims={"batch": 1, "seq": (1, 4096), "past": "0..512"})[0]
+o2: str = slice_opt.optimize("a.onnx", output="b.onnx", dims=["batch=1"], input_shapes={"x": [1, "seq", None, (1, 2048)]})[0]
+b2: bytes = slice_opt.infer_shapes(b"", input_shapes={"x": "1,seq,?,1..2048"}, dims="seq=4")
+r2: List[slice_opt.CheckRow] = slice_opt.check(m, dims={"seq": (1, None)})
 try:
     slice_opt.info("x.onnx")
 except slice_opt.SliceOptError as e:
@@ -365,6 +369,9 @@ TYPED_BAD = [
     'slice_opt.optimize("m.onnx", verify="tract")',
     "slice_opt.optimize(12345)",
     'slice_opt.SliceOptError("m").input.bit_length()',
+    'slice_opt.check("m.onnx", input_shapes={"x": [1]})',
+    'slice_opt.optimize("m.onnx", dims={"seq": 1.5})',
+    'slice_opt.optimize("m.onnx", input_shapes={"x": [1.5]})',
 ]
 
 

@@ -25,7 +25,7 @@ pub use node::{
     ValueType, Wire, MAX_RECORDS,
 };
 pub use remove::{with_drop_later, DropLater, NodeHeap};
-pub use tensor::{DType, Tensor, TensorData};
+pub use tensor::{DType, Lazy, Produce, Tensor, TensorData};
 pub use topo::Cycle;
 
 /// A `HashMap` with a fast, randomly seeded hasher (`foldhash`): names from model files are

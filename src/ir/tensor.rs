@@ -1,5 +1,8 @@
 //! Element types and constant tensors shared by both formats.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
 use bytes::Bytes;
 
 /// Element type of a tensor, covering ONNX's and OpenVINO's element types.
@@ -197,6 +200,222 @@ pub enum TensorData {
     Raw(Bytes),
     /// One byte string per element (string tensors).
     Strings(Vec<Bytes>),
+    /// Little-endian packed elements as [`TensorData::Raw`], not yet computed: produced run by
+    /// run from their source when written (a folded slice of a big weight), and computed
+    /// whole only when something reads them ([`Tensor::raw`]).
+    Lazy(Lazy),
+}
+
+/// Bytes computed from a source on demand: the producer of a [`TensorData::Lazy`].
+pub trait Produce: Send + Sync + std::fmt::Debug {
+    /// The number of bytes produced.
+    fn len(&self) -> usize;
+
+    /// True when nothing is produced.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Calls `f` with the bytes in order, a run at a time (runs are at most as long as the
+    /// source's largest contiguous stretch; their lengths add up to [`Produce::len`]).
+    fn runs(&self, f: &mut dyn FnMut(&[u8]));
+}
+
+/// Lazily produced tensor bytes (see [`TensorData::Lazy`]): a producer, and the bytes once
+/// something asked for them whole.
+#[derive(Clone)]
+pub struct Lazy {
+    producer: Arc<dyn Produce>,
+    bytes: Arc<OnceLock<Bytes>>,
+}
+
+impl Lazy {
+    /// Bytes that `producer` makes when asked.
+    pub fn new(producer: Arc<dyn Produce>) -> Lazy {
+        Lazy {
+            producer,
+            bytes: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The number of bytes.
+    pub fn len(&self) -> usize {
+        self.producer.len()
+    }
+
+    /// True when there are no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The producer.
+    pub fn producer(&self) -> &Arc<dyn Produce> {
+        &self.producer
+    }
+
+    /// The bytes, computed (once) in memory.
+    pub fn bytes(&self) -> &Bytes {
+        self.bytes.get_or_init(|| {
+            let mut out = Vec::with_capacity(self.producer.len());
+            self.producer.runs(&mut |b| out.extend_from_slice(b));
+            Bytes::from(out)
+        })
+    }
+
+    /// The first `n` bytes (fewer when there are fewer), produced (nothing is kept).
+    pub fn prefix(&self, n: usize) -> Vec<u8> {
+        if let Some(b) = self.computed() {
+            return b[..n.min(b.len())].to_vec();
+        }
+        let mut out = Vec::with_capacity(n.min(self.len()));
+        self.producer.runs(&mut |b| {
+            let room = n - out.len();
+            out.extend_from_slice(&b[..room.min(b.len())]);
+        });
+        out
+    }
+
+    /// True when the bytes are `other`'s, compared as they are produced (nothing is kept).
+    pub fn same_as(&self, other: &[u8]) -> bool {
+        if self.len() != other.len() {
+            return false;
+        }
+        if let Some(b) = self.computed() {
+            return b.as_ref() == other;
+        }
+        if self.prefix(4096) != other[..4096.min(other.len())] {
+            return false;
+        }
+        let mut at = 0usize;
+        let mut same = true;
+        self.producer.runs(&mut |b| {
+            if same {
+                same = other.get(at..at + b.len()) == Some(b);
+                at += b.len();
+            }
+        });
+        same && at == other.len()
+    }
+
+    /// True when the bytes are `other`'s (computed only when the first ones are the same).
+    pub fn same_as_lazy(&self, other: &Lazy) -> bool {
+        Arc::ptr_eq(&self.producer, &other.producer)
+            || (self.len() == other.len()
+                && self.prefix(4096) == other.prefix(4096)
+                && self.same_as(other.bytes()))
+    }
+
+    /// The bytes when they were computed already.
+    pub fn computed(&self) -> Option<&Bytes> {
+        self.bytes.get()
+    }
+
+    /// A stand-in of the right length for the bytes, for a record a writer streams (the ONNX
+    /// `raw_data` of a folded initializer): untouched anonymous pages, so it costs no memory,
+    /// registered so that [`Lazy::behind`] finds this producer from it. Anything but such a
+    /// writer must not read it (it reads zeros); the computed bytes are used when they exist.
+    pub fn placeholder(&self) -> Bytes {
+        if let Some(b) = self.computed() {
+            return b.clone();
+        }
+        let len = self.len();
+        let Ok(map) = memmap2::MmapOptions::new()
+            .len(len.max(1))
+            .map_anon()
+            .and_then(|m| m.make_read_only())
+        else {
+            return self.bytes().clone();
+        };
+        let key = map.as_ptr() as usize;
+        placeholders()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, (len, self.clone()));
+        Bytes::from_owner(Placeholder { map, key, len })
+    }
+
+    /// The lazy bytes `b` stands in for, when `b` is (the whole of) a [`Lazy::placeholder`].
+    pub fn behind(b: &[u8]) -> Option<Lazy> {
+        let map = placeholders().lock().unwrap_or_else(|e| e.into_inner());
+        if map.is_empty() {
+            return None;
+        }
+        match map.get(&(b.as_ptr() as usize)) {
+            Some((len, l)) if *len == b.len() => Some(l.clone()),
+            _ => None,
+        }
+    }
+}
+
+/// The live placeholders by address: (length, lazy bytes).
+fn placeholders() -> &'static Mutex<HashMap<usize, (usize, Lazy)>> {
+    static MAP: OnceLock<Mutex<HashMap<usize, (usize, Lazy)>>> = OnceLock::new();
+    MAP.get_or_init(Default::default)
+}
+
+/// The owner of a placeholder's pages; unregisters it when the last view is gone.
+struct Placeholder {
+    map: memmap2::Mmap,
+    key: usize,
+    len: usize,
+}
+
+impl AsRef<[u8]> for Placeholder {
+    fn as_ref(&self) -> &[u8] {
+        &self.map[..self.len]
+    }
+}
+
+impl Drop for Placeholder {
+    fn drop(&mut self) {
+        placeholders()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+    }
+}
+
+impl std::fmt::Debug for Lazy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lazy")
+            .field("len", &self.len())
+            .field("producer", &self.producer)
+            .finish()
+    }
+}
+
+impl PartialEq for Lazy {
+    fn eq(&self, other: &Lazy) -> bool {
+        self.same_as_lazy(other)
+    }
+}
+
+impl TensorData {
+    /// The bytes of raw (or lazy, then computed) data; `None` for strings.
+    pub fn raw(&self) -> Option<&Bytes> {
+        match self {
+            TensorData::Raw(b) => Some(b),
+            TensorData::Lazy(l) => Some(l.bytes()),
+            TensorData::Strings(_) => None,
+        }
+    }
+
+    /// The data with lazy bytes computed (other data as it is).
+    pub fn eager(&self) -> std::borrow::Cow<'_, TensorData> {
+        match self {
+            TensorData::Lazy(l) => std::borrow::Cow::Owned(TensorData::Raw(l.bytes().clone())),
+            d => std::borrow::Cow::Borrowed(d),
+        }
+    }
+
+    /// The length in bytes of raw or lazy data (without computing it).
+    pub fn raw_len(&self) -> Option<usize> {
+        match self {
+            TensorData::Raw(b) => Some(b.len()),
+            TensorData::Lazy(l) => Some(l.len()),
+            TensorData::Strings(_) => None,
+        }
+    }
 }
 
 /// A constant tensor: element type, shape and data.
@@ -215,12 +434,9 @@ impl Tensor {
             .try_fold(1u64, |acc, &d| acc.checked_mul(d))
     }
 
-    /// Raw bytes (None for string tensors).
+    /// Raw bytes (None for string tensors); lazy bytes are computed.
     pub fn raw(&self) -> Option<&Bytes> {
-        match &self.data {
-            TensorData::Raw(b) => Some(b),
-            TensorData::Strings(_) => None,
-        }
+        self.data.raw()
     }
 
     /// The elements as i64, for integer tensors (index inputs); `None` if the type is not an
@@ -233,8 +449,6 @@ impl Tensor {
     /// collected (shape propagation reads the values of 400,000 small constants of a large
     /// graph once each).
     pub fn i64_values(&self) -> Option<impl ExactSizeIterator<Item = i64> + '_> {
-        let raw = self.raw()?;
-        let n = usize::try_from(self.element_count()?).ok()?;
         let width = match self.dtype {
             DType::I64 | DType::U64 => 8,
             DType::I32 | DType::U32 => 4,
@@ -242,6 +456,8 @@ impl Tensor {
             DType::I8 | DType::U8 | DType::Bool => 1,
             _ => return None,
         };
+        let raw = self.raw()?;
+        let n = usize::try_from(self.element_count()?).ok()?;
         let bytes = raw.get(..n.checked_mul(width)?)?;
         let dtype = self.dtype;
         Some(bytes.chunks_exact(width).map(move |b| {

@@ -116,11 +116,15 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
             }
         };
         // Where the runtimes disagree on the result (issue 42, pattern G), no answer is written.
-        let dims: Option<Vec<crate::semantics::Dim>> = data
-            .shape
-            .iter()
-            .map(|&d| i64::try_from(d).ok().map(crate::semantics::Dim::known))
-            .collect();
+        // (The dims are built only for a plan that may split: a negative step.)
+        let dims: Option<Vec<crate::semantics::Dim>> = slice_node::may_split(op, &sn.plan)
+            .then(|| {
+                data.shape
+                    .iter()
+                    .map(|&d| i64::try_from(d).ok().map(crate::semantics::Dim::known))
+                    .collect()
+            })
+            .flatten();
         if let Some(split) = dims.and_then(|d| slice_node::runtime_split(op, &sn.plan, &d)) {
             return Err(NoFold::Skip(split.describe(&sn.plan, Some(&data.shape))));
         }
@@ -139,6 +143,9 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
         precheck(n).map_err(|e| NoFold::Skip(e.to_string()))?;
     }
     let (consts, dims) = match entry.needs {
+        // Checked without building the list first: most nodes have an input that is not
+        // constant, and this runs on every node of the graph.
+        Needs::Constants if !all_inputs_constant(graph, ix) => return Err(NoFold::Silent),
         Needs::Constants => (consts(graph, ix).ok_or(NoFold::Silent)?, Vec::new()),
         Needs::InputDims => (Vec::new(), known_shape(graph, ix).ok_or(NoFold::Silent)?),
     };

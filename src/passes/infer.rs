@@ -58,6 +58,10 @@ pub fn infer_node_with(
 struct Declare {
     symbolic: bool,
     memo: crate::ir::FastMap<semantics::Dim, crate::ir::DeclaredDim>,
+    /// The last dim declared: consecutive slices mostly carry the same symbolic dim (`n` on
+    /// every chain of a graph on `x: [n, 8]`), shared, so comparing it is a pointer compare
+    /// where hashing it walks the expression (26M instructions on wide_sym_100k).
+    last: Option<(semantics::Dim, crate::ir::DeclaredDim)>,
 }
 
 impl Declare {
@@ -65,6 +69,7 @@ impl Declare {
         Declare {
             symbolic: format == Format::Onnx,
             memo: Default::default(),
+            last: None,
         }
     }
 
@@ -72,11 +77,18 @@ impl Declare {
         if let Some(v) = d.as_known().and_then(|v| u64::try_from(v).ok()) {
             return crate::ir::DeclaredDim::Known(v);
         }
-        if let Some(known) = self.memo.get(d) {
-            return known.clone();
+        if let Some((_, declared)) = self.last.as_ref().filter(|(l, _)| l == d) {
+            return declared.clone();
         }
-        let declared = slice_node::from_dim(d, self.symbolic);
-        self.memo.insert(d.clone(), declared.clone());
+        let declared = match self.memo.get(d) {
+            Some(known) => known.clone(),
+            None => {
+                let declared = slice_node::from_dim(d, self.symbolic);
+                self.memo.insert(d.clone(), declared.clone());
+                declared
+            }
+        };
+        self.last = Some((d.clone(), declared.clone()));
         declared
     }
 
@@ -112,10 +124,11 @@ fn infer_node_cached(
     facts: &mut shape::Facts,
     ix: petgraph::stable_graph::NodeIndex,
     declare: &mut Declare,
+    op: Option<slice_node::SliceOp>,
 ) -> Option<Inferred> {
     let graph = model.graph();
     // Only slice nodes have something to take (no lookup for the others).
-    slice_node::classify(graph, ix, model.format(), model.onnx_opset())?;
+    op?;
     let cached = facts.take_slice_dims(ix);
     match (cached, graph.input(ix, 0)) {
         (Some(Ok(out)), Some(data)) => Some(typed(model, facts, Ok((data, out)), declare)),
@@ -171,8 +184,11 @@ pub(crate) fn run_open(
     let mut facts =
         shape::propagate_ordered_with(model, &order, &|ix| seeds.get(&ix).cloned(), holders);
     let mut declare = Declare::new(model.format());
+    let opset = model.onnx_opset();
     for ix in order {
-        let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare) else {
+        // Classified once per node (the model's opset is read from its imports each time).
+        let op = slice_node::classify(model.graph(), ix, model.format(), opset);
+        let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare, op) else {
             note_facts(model, &facts, ix, &mut declare);
             continue;
         };
@@ -181,8 +197,8 @@ pub(crate) fn run_open(
         let names = || (node.name.clone(), node.op_type.clone());
         // Runtimes that disagree on the node's result (issue 42, pattern G): the dims written
         // hold for every reading; the report says so.
-        if let Some(w) = slice_node::classify(model.graph(), ix, model.format(), model.onnx_opset())
-            .and_then(|op| slice_node::runtime_split_warning(model.graph(), Some(&facts), ix, op))
+        if let Some(w) =
+            op.and_then(|op| slice_node::runtime_split_warning(model.graph(), Some(&facts), ix, op))
         {
             report.warnings.push(Change::note(
                 node.name.to_string(),

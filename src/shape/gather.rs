@@ -4,7 +4,7 @@
 //! `Range`, `ConstantOfShape`, `TopK`, `Resize`, `NonZero`.
 
 use super::{mul_const, norm_axis, Ctx, Fact, MAX_VALUE_ELEMENTS};
-use crate::ir::{Attr, DType, TensorData};
+use crate::ir::{Attr, DType};
 use crate::semantics::Dim;
 
 fn f32_values(cx: &Ctx, p: usize) -> Option<Vec<f32>> {
@@ -13,9 +13,7 @@ fn f32_values(cx: &Ctx, p: usize) -> Option<Vec<f32>> {
     if t.dtype != DType::F32 {
         return None;
     }
-    let TensorData::Raw(raw) = &t.data else {
-        return None;
-    };
+    let raw = t.raw()?;
     let n = usize::try_from(t.element_count()?).ok()?;
     if raw.len() < n.checked_mul(4)? {
         return None;

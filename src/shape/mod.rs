@@ -567,6 +567,24 @@ pub(crate) fn propagate_seeded_with(
 }
 
 /// [`propagate_seeded`] along `order`, a topological order of `graph`.
+/// The facts of the inputs of `ix` by port ([`Graph::inputs`] read through `facts`), in one
+/// vector: the list of outlets is not built first (one allocation less per node).
+fn input_facts<'f>(graph: &Graph, facts: &'f Facts, ix: NodeIndex) -> Vec<Option<&'f Fact>> {
+    use petgraph::visit::EdgeRef;
+    let n = graph.node(ix).num_inputs as usize;
+    let mut out = vec![None; n];
+    for e in graph.g.edges_directed(ix, petgraph::Direction::Incoming) {
+        let p = e.weight().dst_port as usize;
+        if let Some(slot) = out.get_mut(p) {
+            *slot = Some(facts.get(OutletId {
+                node: e.source(),
+                port: e.weight().src_port as usize,
+            }));
+        }
+    }
+    out
+}
+
 fn propagate_in(
     graph: &Graph,
     format: Format,
@@ -601,7 +619,6 @@ fn propagate_in(
             }
             NodeKind::Output => {}
             NodeKind::Op => {
-                let inputs = graph.inputs(ix);
                 let cx = Ctx {
                     graph,
                     ix,
@@ -609,7 +626,7 @@ fn propagate_in(
                     format,
                     onnx_opset,
                     facts: &facts,
-                    inputs: inputs.iter().map(|o| o.map(|o| facts.get(o))).collect(),
+                    inputs: input_facts(graph, &facts, ix),
                     slice_dims: Default::default(),
                 };
                 let mut computed = if node.op_type == "Parameter" {

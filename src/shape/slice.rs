@@ -7,7 +7,7 @@ use petgraph::stable_graph::NodeIndex;
 use super::slice_node::{self, DecodeError, SliceNode, SliceOp};
 use super::{Ctx, Fact, Facts, MAX_VALUE_ELEMENTS};
 use crate::ir::Graph;
-use crate::semantics::{self, Dim, SymParams};
+use crate::semantics::{self, AxisPlan, Bound, Dim, SlicePlan, SymParams};
 
 /// Decodes the slice node `ix` with `facts` and resolves its output dims.
 pub fn slice_dims(
@@ -25,19 +25,67 @@ pub fn slice_dims(
         .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))?;
     // Begins and ends that are not constants but expressions (`k_len - q_len`, `-seq` computed
     // from `Shape`) go where the decoder says each element is read.
-    let params = if sn.plan.is_constant() {
-        SymParams::default()
+    let (params, edges) = if sn.plan.is_constant() {
+        (SymParams::default(), None)
     } else {
         let values = |port: Option<usize>| list_value(graph, facts, ix, port);
-        SymParams::from_provenance(&sn.provenance, values(sn.ports.begin), values(sn.ports.end))
+        let mut params = SymParams::from_provenance(
+            &sn.provenance,
+            values(sn.ports.begin),
+            values(sn.ports.end),
+        );
+        let edges = ends_at_dim(&sn.plan, dims, &mut params);
+        (params, edges)
     };
-    let mut out = semantics::resolve_dims_sym(&sn.plan, dims, op.clamp(), &params)
-        .map_err(DecodeError::Invalid)?;
+    let mut out = semantics::resolve_dims_sym(
+        edges.as_ref().unwrap_or(&sn.plan),
+        dims,
+        op.clamp(),
+        &params,
+    )
+    .map_err(DecodeError::Invalid)?;
     // Runtimes that disagree on this node (issue 42, pattern G): a dim that holds for each reading.
     if let Some(split) = slice_node::runtime_split(op, &sn.plan, dims) {
         out = split.dims(dims, &out).map_err(DecodeError::Invalid)?;
     }
     Ok((sn, out))
+}
+
+/// A positive-step range whose end is the axis's own symbolic dim (`x[0:n]` on an axis of size
+/// `n`, with `n` read by `Shape`: how exporters write "to the end") stops at the edge, for every
+/// value of the symbols and under every clamping rule: such an end becomes [`Bound::Edge`] in a
+/// copy of the plan (returned; `None` when there is none) and leaves `params`. The resolver
+/// gives the same dim either way; this way it needs no expression algebra for it (which cost
+/// 15,000 instructions a slice).
+fn ends_at_dim(plan: &SlicePlan, dims: &[Dim], params: &mut SymParams) -> Option<SlicePlan> {
+    let mut edges: Option<SlicePlan> = None;
+    for (k, a) in plan.axes.iter().enumerate() {
+        let AxisPlan::Range {
+            axis,
+            end: Bound::Dynamic,
+            step: Some(s),
+            ..
+        } = *a
+        else {
+            continue;
+        };
+        let Some(slot) = params.end.get_mut(k) else {
+            continue;
+        };
+        let at_dim = match (slot.as_ref(), dims.get(axis)) {
+            (Some(v), Some(d)) => s > 0 && v == d && !d.is_known() && !d.is_unknown(),
+            _ => false,
+        };
+        if at_dim {
+            *slot = None;
+            if let Some(AxisPlan::Range { end, .. }) =
+                edges.get_or_insert_with(|| plan.clone()).axes.get_mut(k)
+            {
+                *end = Bound::Edge;
+            }
+        }
+    }
+    edges
 }
 
 /// The propagated value of the 1-D list at input `port` of `ix` (empty when it has none): the

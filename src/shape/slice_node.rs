@@ -117,7 +117,8 @@ pub struct SliceNode {
     /// What feeds the data input.
     pub data: OutletId,
     pub plan: SlicePlan,
-    /// Which element of the begin and end lists each plan entry reads.
+    /// Which element of the begin and end lists each plan entry reads. Empty (the default)
+    /// when the plan is constant: every bound is in the plan, there is nothing to place.
     pub provenance: Provenance,
     /// The input port of each list.
     pub ports: SlicePorts,
@@ -255,6 +256,16 @@ pub fn decode_with(
         Some(port) => param(graph, facts, node, port, what),
         None => Ok(None),
     };
+    // The provenance is computed only for a plan that is not constant: no pass reads it
+    // otherwise (every bound is in the plan), and slices are decoded by the hundred thousand.
+    let lazy = |plan: SlicePlan, axes: Option<&[i64]>, len: usize| {
+        let provenance = if plan.is_constant() {
+            Provenance::default()
+        } else {
+            semantics::decode::axes_provenance(axes, len, rank)
+        };
+        (plan, provenance)
+    };
     let (plan, provenance) = match op {
         SliceOp::OnnxSlice { opset } if opset < 10 => {
             let starts = ints_attr(graph, node, "starts")?
@@ -262,7 +273,7 @@ pub fn decode_with(
             let ends = ints_attr(graph, node, "ends")?
                 .ok_or_else(|| DecodeError::Malformed("attribute ends is missing".into()))?;
             let axes = ints_attr(graph, node, "axes")?;
-            semantics::decode::onnx_slice_with_provenance(
+            semantics::decode::onnx_slice(
                 &semantics::decode::constant(&starts),
                 &semantics::decode::constant(&ends),
                 axes.as_deref(),
@@ -270,13 +281,14 @@ pub fn decode_with(
                 rank,
                 opset,
             )
+            .map(|plan| lazy(plan, axes.as_deref(), starts.len()))
         }
         SliceOp::OnnxSlice { opset } => {
             let starts = required(ports.begin, "starts")?;
             let ends = required(ports.end, "ends")?;
             let axes = known_axes(optional(ports.axes, "axes")?, "axes")?;
             let steps = optional(ports.steps, "steps")?;
-            semantics::decode::onnx_slice_with_provenance(
+            semantics::decode::onnx_slice(
                 &starts,
                 &ends,
                 axes.as_deref(),
@@ -284,23 +296,24 @@ pub fn decode_with(
                 rank,
                 opset,
             )
+            .map(|plan| lazy(plan, axes.as_deref(), starts.len()))
         }
         SliceOp::OvSlice8 => {
             let start = required(ports.begin, "start")?;
             let stop = required(ports.end, "stop")?;
             let step = required(ports.steps, "step")?;
             let axes = known_axes(optional(ports.axes, "axes")?, "axes")?;
-            semantics::decode::ov_slice8_with_provenance(
-                &start,
-                &stop,
-                Some(&step),
-                axes.as_deref(),
-                rank,
-            )
+            semantics::decode::ov_slice8(&start, &stop, Some(&step), axes.as_deref(), rank)
+                .map(|plan| lazy(plan, axes.as_deref(), start.len()))
         }
         SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
             let (spec, flavour) = strided_slice_spec_with(graph, facts, node, op)?;
-            semantics::decode::strided_slice_with_provenance(&spec, flavour, rank)
+            semantics::decode::strided_slice_with_provenance(&spec, flavour, rank).map(
+                |(plan, provenance)| match plan.is_constant() {
+                    true => (plan, Provenance::default()),
+                    false => (plan, provenance),
+                },
+            )
         }
     }
     .map_err(DecodeError::Invalid)?;
@@ -480,9 +493,22 @@ pub fn runtime_split(
     dims: &[Dim],
 ) -> Option<semantics::disagree::Split> {
     match op {
-        SliceOp::OnnxSlice { .. } => semantics::disagree::onnx_slice(plan, dims),
+        SliceOp::OnnxSlice { .. } if may_split(op, plan) => {
+            semantics::disagree::onnx_slice(plan, dims)
+        }
         _ => None,
     }
+}
+
+/// Whether [`runtime_split`] may find a split on some dims: an ONNX Slice with a constant
+/// negative step (the only entries [`semantics::disagree`] classifies). Asked of every slice
+/// before building the dims to ask it with.
+pub fn may_split(op: SliceOp, plan: &SlicePlan) -> bool {
+    matches!(op, SliceOp::OnnxSlice { .. })
+        && plan
+            .axes
+            .iter()
+            .any(|a| matches!(a, semantics::AxisPlan::Range { step: Some(s), .. } if *s < 0))
 }
 
 /// [`runtime_split`] of node `ix` as one sentence naming every reading, decoding the node with
@@ -497,7 +523,11 @@ pub fn runtime_split_warning(
     let SliceOp::OnnxSlice { opset } = op else {
         return None;
     };
-    let steps = graph.input(ix, 4).filter(|_| opset >= 10)?;
+    // No steps input (most slices): asked without walking the node's input edges.
+    if opset < 10 || graph.node(ix).num_inputs <= 4 {
+        return None;
+    }
+    let steps = graph.input(ix, 4)?;
     let negative = match graph.constant_at(steps) {
         Some(t) => t.i64_values()?.any(|s| s < 0),
         None => facts

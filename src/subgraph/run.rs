@@ -525,6 +525,7 @@ impl Outer<'_> {
                 .and_then(|&o| graph.constant_at(o))
                 .filter(|t| match &t.data {
                     TensorData::Raw(b) => b.len() <= OUTER_CONST_LIMIT,
+                    TensorData::Lazy(l) => l.len() <= OUTER_CONST_LIMIT,
                     TensorData::Strings(_) => false,
                 })
             else {

@@ -144,6 +144,7 @@ thread_local! {
 /// allocator that returns null above this limit (the `slice-opt` binary's does) turns such a
 /// request into a panic inside tract (tract asserts its allocations), which verification catches
 /// and reports, instead of an abort or the machine running out of memory.
+#[inline]
 pub fn alloc_limit() -> usize {
     ALLOC_LIMIT.try_with(|c| c.get()).unwrap_or(usize::MAX)
 }
@@ -391,6 +392,7 @@ pub const LARGE: usize = 16 << 20;
 /// whether it may be made. While a verification runs, one that would bring the large
 /// allocations held since it started above [`VerifyOptions::memory_budget`] may not (the
 /// allocator then returns null). With `force`, it is counted whatever the budget.
+#[inline]
 pub fn charge(size: usize, force: bool) -> bool {
     use std::sync::atomic::Ordering;
     if size < LARGE {
@@ -408,6 +410,7 @@ pub fn charge(size: usize, force: bool) -> bool {
 
 /// For a global allocator: an allocation of `size` bytes counted by [`charge`] was freed (or
 /// could not be made).
+#[inline]
 pub fn refund(size: usize) {
     use std::sync::atomic::Ordering;
     if size >= LARGE {

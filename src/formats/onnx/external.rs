@@ -34,6 +34,13 @@ pub(super) fn external_copies(
     if same {
         return Ok(Vec::new());
     }
+    // Every `location` entry first: the locations read are some of them, so a graph without
+    // any (most) is walked once, not twice.
+    let mut named: Vec<String> = Vec::new();
+    g.external_locations(&mut named, true);
+    if named.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut files: Vec<String> = Vec::new();
     g.external_locations(&mut files, false);
     files.sort();
@@ -63,8 +70,6 @@ pub(super) fn external_copies(
     // A tensor's other `location` entries (the last is the one read) are not read, but the
     // onnx checker wants each to name a regular file: those that do, inside the model's
     // directory, are copied too; the others are left out.
-    let mut named: Vec<String> = Vec::new();
-    g.external_locations(&mut named, true);
     named.sort();
     named.dedup();
     named.retain(|f| Some(f.as_str()) != skip && files.binary_search(f).is_err());
@@ -109,18 +114,28 @@ pub(super) fn output_names(
     }
     let mut read: Vec<String> = Vec::new();
     let mut all: Vec<String> = Vec::new();
+    // A tensor's location read is one of its `location` entries: it is looked for only in a
+    // tensor that has some, and without any the answer is none (no node record is walked).
     for t in &g.initializer {
+        let before = all.len();
         match (t.encoded(), t) {
             (Some(b), _) => {
-                encoded_tensor_location(b, &mut read, false);
                 encoded_tensor_location(b, &mut all, true);
+                if all.len() > before {
+                    encoded_tensor_location(b, &mut read, false);
+                }
             }
             (None, Out::Record(r)) => {
-                tensor::push_locations(r, &mut read, false);
                 tensor::push_locations(r, &mut all, true);
+                if all.len() > before {
+                    tensor::push_locations(r, &mut read, false);
+                }
             }
             (None, _) => {}
         }
+    }
+    if read.is_empty() {
+        return Vec::new();
     }
     let mut in_nodes: Vec<String> = Vec::new();
     for n in &g.node {

@@ -444,7 +444,8 @@ fn rebuild_value_info<'a>(
 /// A computed initializer to write: kept encoded when small; a big one stays a record whose
 /// bytes are the tensor's own (written, or moved to external data, without a copy here).
 pub(super) fn new_tensor<'a>(t: &Tensor, name: &str) -> write::InitOut<'a> {
-    let t = tensor_to_proto(t, name);
+    // Lazy bytes (a big folded slice) stay lazy: the writer produces them as it writes.
+    let t = super::tensor::tensor_to_streamed_proto(t, name);
     if t.raw_data
         .as_ref()
         .is_some_and(|r| r.len() >= write::EXTERNAL_MIN)

@@ -324,6 +324,17 @@ fn typed_to_raw(t: &TensorProto, dtype: DType, count: u64) -> Result<Bytes, Stri
 
 /// Encodes an IR tensor as a `TensorProto` named `name` (raw data; strings in `string_data`).
 pub fn tensor_to_proto(t: &Tensor, name: &str) -> TensorProto {
+    to_proto(t, name, false)
+}
+
+/// [`tensor_to_proto`] for a record only the streaming writer (`write::write_model`, which
+/// produces lazy bytes run by run) or [`crate::formats::onnx::write::GraphOut::into_proto`]
+/// reads: lazy data that was not computed yet is a [`crate::ir::Lazy::placeholder`].
+pub(crate) fn tensor_to_streamed_proto(t: &Tensor, name: &str) -> TensorProto {
+    to_proto(t, name, true)
+}
+
+fn to_proto(t: &Tensor, name: &str, streamed: bool) -> TensorProto {
     let mut p = TensorProto {
         dims: t.shape.iter().map(|&d| d as i64).collect(),
         data_type: Some(t.dtype.onnx_code()),
@@ -332,6 +343,8 @@ pub fn tensor_to_proto(t: &Tensor, name: &str) -> TensorProto {
     };
     match &t.data {
         TensorData::Raw(b) => p.raw_data = Some(b.clone()),
+        TensorData::Lazy(l) if streamed => p.raw_data = Some(l.placeholder()),
+        TensorData::Lazy(l) => p.raw_data = Some(l.bytes().clone()),
         TensorData::Strings(s) => p.string_data = s.clone(),
     }
     let _ = proto::tensor_proto::DataLocation::Default;

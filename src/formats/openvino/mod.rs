@@ -351,7 +351,8 @@ impl OvModel {
             .into_iter()
             .map(|p| match p {
                 BinPart::Original(r) => bin.slice(r),
-                BinPart::New(b) => b,
+                // A lazy constant's stand-in is given its bytes.
+                BinPart::New(b) => crate::ir::Lazy::behind(&b).map_or(b, |l| l.bytes().clone()),
             })
             .collect();
         Ok((xml, parts))

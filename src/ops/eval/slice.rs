@@ -2,10 +2,12 @@
 //! constant), `gather` (ONNX/OpenVINO `Gather`). Their shape rules are in `shape/slice.rs` and
 //! `shape/gather.rs`. `Gather`'s rows of the fold table: `OPS`, near the end.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use crate::ir::Format::{Onnx, OpenVino};
-use crate::ir::{DType, Tensor, TensorData};
+use crate::ir::{DType, Lazy, Produce, Tensor, TensorData};
 use crate::ops::attrs::{self, GatherAxis};
 use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 use crate::semantics::{self, Clamp, ResolvedAxis, SlicePlan};
@@ -14,7 +16,8 @@ use super::{bit_order, check_size, count, run_bytes, BitOrder, EvalError};
 
 /// Picks elements `offsets` (flat indices into `t`) into a new tensor of `shape`.
 pub fn take(t: &Tensor, offsets: &[u64], shape: Vec<u64>) -> Result<Tensor, EvalError> {
-    let data = match &t.data {
+    let data = match &*t.data.eager() {
+        TensorData::Lazy(_) => unreachable!("eager data is not lazy"),
         TensorData::Strings(s) => TensorData::Strings(
             offsets
                 .iter()
@@ -90,12 +93,32 @@ pub fn slice(t: &Tensor, plan: &SlicePlan, clamp: Clamp, limit: u64) -> Result<T
     } else {
         (limit as u128 * 8 / t.dtype.bits().max(1) as u128 + 1).min(u64::MAX as u128) as u64
     };
-    match &t.data {
+    match &*t.data.eager() {
         TensorData::Raw(raw) if t.dtype.bits() % 8 == 0 => {
             // Whole bytes: copied a run of consecutive elements at a time, straight from the
             // selection's runs (no offset an element).
             let w = t.dtype.bits() / 8;
             let runs = semantics::Runs::new(&resolved, &t.shape, max_elements)?;
+            let len = (runs.total() as usize).saturating_mul(w);
+            if len >= LAZY_MIN {
+                // Big: kept as (source, runs), produced run by run when written.
+                let mut in_range = true;
+                runs.for_each(|first, n| in_range &= run_bytes(raw, first, n, w).is_some());
+                if !in_range {
+                    return Err(EvalError::Invalid("index out of range".into()));
+                }
+                let producer = SliceRuns {
+                    src: raw.clone(),
+                    runs,
+                    width: w,
+                    len,
+                };
+                return Ok(Tensor {
+                    dtype: t.dtype,
+                    shape,
+                    data: TensorData::Lazy(Lazy::new(Arc::new(producer))),
+                });
+            }
             let mut out: Vec<u8> = Vec::with_capacity((runs.total() as usize).saturating_mul(w));
             let mut in_range = true;
             runs.for_each(|first, len| match run_bytes(raw, first, len, w) {
@@ -115,6 +138,34 @@ pub fn slice(t: &Tensor, plan: &SlicePlan, clamp: Clamp, limit: u64) -> Result<T
             let offsets = semantics::gather_resolved(&resolved, &t.shape, max_elements)?;
             take(t, &offsets, shape)
         }
+    }
+}
+
+/// Slice results of at least this many bytes are lazy ([`TensorData::Lazy`]): their bytes are
+/// produced from the source when written, not held in memory.
+pub const LAZY_MIN: usize = 64 * 1024;
+
+/// The bytes of a slice of whole-byte elements: the selection's runs of a source.
+#[derive(Debug)]
+struct SliceRuns {
+    src: Bytes,
+    runs: semantics::Runs,
+    width: usize,
+    len: usize,
+}
+
+impl Produce for SliceRuns {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn runs(&self, f: &mut dyn FnMut(&[u8])) {
+        // Every run was checked to lie in the source when this was made.
+        self.runs.for_each(|first, n| {
+            if let Some(b) = run_bytes(&self.src, first, n, self.width) {
+                f(b)
+            }
+        });
     }
 }
 
@@ -313,5 +364,95 @@ mod element_type_tests {
             Err(EvalError::TooLarge { .. })
         ));
         assert!(slice(&t, &plan_1d(0, 100, 1), Clamp::Ov, 800).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod lazy_tests {
+    use super::*;
+    use crate::semantics::{decode, onnx_slice};
+
+    /// `x[s0:e0:st0, s1:e1:st1]` (ONNX Slice on both axes).
+    fn plan_2d(starts: [i64; 2], ends: [i64; 2], steps: [i64; 2]) -> SlicePlan {
+        onnx_slice(
+            &decode::constant(&starts),
+            &decode::constant(&ends),
+            Some(&[0, 1]),
+            Some(&decode::constant(&steps)),
+            2,
+            13,
+        )
+        .expect("valid")
+    }
+
+    /// numpy's `x[r, c]` for in-range python ranges, element by element.
+    fn select(raw: &[u8], cols: usize, rows: &[usize], cs: &[usize], w: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        for &r in rows {
+            for &c in cs {
+                let at = (r * cols + c) * w;
+                out.extend_from_slice(&raw[at..at + w]);
+            }
+        }
+        out
+    }
+
+    /// A big slice is lazy: its bytes (computed, or produced run by run as a writer takes
+    /// them) are the elements numpy's indexing selects, for a half-kept weight, a strided and
+    /// a reversed slice; a small one is computed at once.
+    #[test]
+    fn big_slices_are_lazy_and_select_what_numpy_selects() {
+        let (rows, cols) = (512usize, 256usize);
+        let raw: Vec<u8> = (0..rows * cols * 4).map(|i| (i * 31 % 251) as u8).collect();
+        let t = Tensor {
+            dtype: DType::F32,
+            shape: vec![rows as u64, cols as u64],
+            data: TensorData::Raw(Bytes::from(raw.clone())),
+        };
+        let all: Vec<usize> = (0..rows).collect();
+        let cases: Vec<(SlicePlan, Vec<usize>, Vec<usize>)> = vec![
+            // w[:, 0:128]
+            (
+                plan_2d([0, 0], [i64::MAX, 128], [1, 1]),
+                all.clone(),
+                (0..128).collect(),
+            ),
+            // w[1::2, 3:250:3]
+            (
+                plan_2d([1, 3], [i64::MAX, 250], [2, 3]),
+                (1..rows).step_by(2).collect(),
+                (3..250).step_by(3).collect(),
+            ),
+            // w[::-1, 200:10:-1]
+            (
+                plan_2d([-1, 200], [i64::MIN, 10], [-1, -1]),
+                all.iter().rev().copied().collect(),
+                (11..=200).rev().collect(),
+            ),
+        ];
+        for (plan, rs, cs) in cases {
+            let want = select(&raw, cols, &rs, &cs, 4);
+            let r = slice(&t, &plan, Clamp::Ov, 1 << 30).expect("slice");
+            assert_eq!(r.shape, vec![rs.len() as u64, cs.len() as u64]);
+            let TensorData::Lazy(l) = &r.data else {
+                panic!("a {} byte slice is not lazy", want.len());
+            };
+            assert_eq!(l.len(), want.len());
+            let mut streamed = Vec::new();
+            l.producer().runs(&mut |b| streamed.extend_from_slice(b));
+            assert_eq!(streamed, want);
+            assert!(
+                l.computed().is_none(),
+                "producing runs does not keep the bytes"
+            );
+            assert_eq!(r.raw().expect("raw").as_ref(), &want[..]);
+            // A slice of the lazy result reads its bytes: x[:, 0:128][2:4, 5:7].
+            let again = slice(&r, &plan_2d([2, 5], [4, 7], [1, 1]), Clamp::Ov, 1 << 20)
+                .expect("slice of a slice");
+            let w2 = select(&want, cs.len(), &[2, 3], &[5, 6], 4);
+            assert_eq!(again.raw().expect("raw").as_ref(), &w2[..]);
+        }
+        let small = slice(&t, &plan_2d([0, 0], [2, 2], [1, 1]), Clamp::Ov, 1 << 20).expect("s");
+        assert!(matches!(small.data, TensorData::Raw(_)));
     }
 }

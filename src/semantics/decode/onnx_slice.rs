@@ -22,7 +22,10 @@ pub fn onnx_slice(
     input_rank: usize,
     opset: u32,
 ) -> Result<SlicePlan, SliceError> {
-    onnx_slice_with_provenance(starts, ends, axes, steps, input_rank, opset).map(|(p, _)| p)
+    if opset < 10 && steps.is_some() {
+        return Err(SliceError::StepsUnsupported { opset });
+    }
+    super::axes_slice(starts, ends, axes, steps, input_rank)
 }
 
 /// [`onnx_slice`], and the element of `starts`/`ends` each plan entry reads: entry `a` (input
@@ -36,8 +39,6 @@ pub fn onnx_slice_with_provenance(
     input_rank: usize,
     opset: u32,
 ) -> Result<(SlicePlan, Provenance), SliceError> {
-    if opset < 10 && steps.is_some() {
-        return Err(SliceError::StepsUnsupported { opset });
-    }
-    super::axes_slice(starts, ends, axes, steps, input_rank)
+    let plan = onnx_slice(starts, ends, axes, steps, input_rank, opset)?;
+    Ok((plan, super::axes_provenance(axes, starts.len(), input_rank)))
 }

@@ -14,7 +14,7 @@ pub fn ov_slice8(
     axes: Option<&[i64]>,
     input_rank: usize,
 ) -> Result<SlicePlan, SliceError> {
-    ov_slice8_with_provenance(starts, stops, steps, axes, input_rank).map(|(p, _)| p)
+    super::axes_slice(starts, stops, axes, steps, input_rank)
 }
 
 /// [`ov_slice8`], and the element of `start`/`stop` each plan entry reads (as for ONNX Slice:
@@ -26,5 +26,6 @@ pub fn ov_slice8_with_provenance(
     axes: Option<&[i64]>,
     input_rank: usize,
 ) -> Result<(SlicePlan, Provenance), SliceError> {
-    super::axes_slice(starts, stops, axes, steps, input_rank)
+    let plan = ov_slice8(starts, stops, steps, axes, input_rank)?;
+    Ok((plan, super::axes_provenance(axes, starts.len(), input_rank)))
 }

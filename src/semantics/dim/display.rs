@@ -10,9 +10,66 @@ pub(super) enum Style {
     Onnx,
 }
 
+/// A `min`/`max` whose arguments share terms, written with them outside: `min(N - floor(N/2),
+/// 1000000000 - floor(N/2))` as `min(N, 1000000000) - floor(N/2)`. Only when the algebra builds
+/// that text back into the same expression (what a reader of the written dim gets), so that
+/// equal dims still print equally.
+fn factored(l: &Lin) -> Option<Lin> {
+    let Some(Atom::Ext(kind, args)) = l.single_atom() else {
+        return None;
+    };
+    let (head, rest) = args.split_first()?;
+    let common: Vec<(Atom, i128)> = head
+        .terms
+        .iter()
+        .filter(|t| rest.iter().all(|a| a.terms.contains(t)))
+        .cloned()
+        .collect();
+    if common.is_empty() {
+        return None;
+    }
+    let t = Lin {
+        terms: common,
+        c: 0,
+    };
+    let minus = t.scale(-1)?;
+    let reduced: Vec<Lin> = args
+        .iter()
+        .map(|a| a.add_raw(&minus))
+        .collect::<Option<_>>()?;
+    let ext = mk_ext(*kind, reduced)?;
+    if ext.add(&t)? != *l {
+        return None;
+    }
+    ext.add_raw(&t)
+}
+
+/// Whether `l` prints as one atom, needing no parentheses as a numerator: a single atom that
+/// [`factored`] does not turn into a sum (`min(N + a, 1 + a)` prints as `min(N, 1) + a`).
+fn prints_as_atom(l: &Lin) -> bool {
+    l.single_atom().is_some() && factored(l).is_none_or(|s| s.single_atom().is_some())
+}
+
 pub(super) fn fmt_lin(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
+    if let Some(short) = factored(l) {
+        if short.single_atom().is_none() {
+            return fmt_lin(&short, f, st);
+        }
+    }
     let mut first = true;
-    for (a, k) in &l.terms {
+    // Terms added first, then those subtracted (`total - seq`, not `-seq + total`); with none
+    // added, a positive constant leads (`64 - N`).
+    let lead_const = l.c > 0 && l.terms.iter().all(|(_, k)| *k < 0);
+    if lead_const {
+        write!(f, "{}", l.c)?;
+        first = false;
+    }
+    let ordered = l
+        .terms
+        .iter()
+        .filter(|(_, k)| *k > 0)
+        .chain(l.terms.iter().filter(|(_, k)| *k < 0));
+    for (a, k) in ordered {
         let (neg, mag) = (*k < 0, k.unsigned_abs());
         match (first, neg) {
             (true, true) => write!(f, "-")?,
@@ -35,6 +92,8 @@ pub(super) fn fmt_lin(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result
     }
     if first {
         write!(f, "{}", l.c)
+    } else if lead_const {
+        Ok(())
     } else if l.c > 0 {
         write!(f, " + {}", l.c)
     } else if l.c < 0 {
@@ -50,7 +109,7 @@ pub(super) fn fmt_atom(a: &Atom, f: &mut dyn fmt::Write, st: Style) -> fmt::Resu
         Atom::Div(e, d) => match st {
             Style::Onnx => {
                 write!(f, "floor(")?;
-                if e.single_atom().is_some() {
+                if prints_as_atom(e) {
                     fmt_lin(e, f, st)?;
                 } else {
                     write!(f, "(")?;
@@ -60,7 +119,7 @@ pub(super) fn fmt_atom(a: &Atom, f: &mut dyn fmt::Write, st: Style) -> fmt::Resu
                 write!(f, "/{d})")
             }
             Style::Ours => {
-                if e.single_atom().is_some() {
+                if prints_as_atom(e) {
                     fmt_lin(e, f, st)?;
                 } else {
                     write!(f, "(")?;

@@ -653,6 +653,37 @@ pub(super) fn mk_ext(kind: MinMax, args: Vec<Lin>) -> Option<Lin> {
     }
 }
 
+/// `e'` with `floor(e'/d) = floor(e/d)` for every value, without the constant arms of a
+/// `min`/`max` (at the top, or in an argument of one) that the division cannot see: a constant
+/// `c` of a `max` whose other arguments are at least `lo` with `floor(lo/d) = floor(c/d)` (the
+/// `max` changes its value only below `c`, where the division gives `floor(c/d)` either way:
+/// `floor(max(N, 1)/2)` is `floor(N/2)`), and a constant of a `min` likewise above it. The
+/// division is monotone, so it commutes with `min` and `max`: an argument may be replaced by one
+/// with the same quotient.
+pub(super) fn floor_arms(e: &Lin, d: i128) -> Option<Lin> {
+    let Some(Atom::Ext(kind, args)) = e.single_atom() else {
+        return Some(e.clone());
+    };
+    let mut args: Vec<Lin> = args
+        .iter()
+        .map(|a| floor_arms(a, d))
+        .collect::<Option<_>>()?;
+    if let Some(i) = args.iter().position(|a| a.as_const().is_some()) {
+        let c = args[i].c;
+        let mut rest = args.clone();
+        rest.remove(i);
+        let others = mk_ext(*kind, rest)?.tight();
+        let edge = match kind {
+            MinMax::Max => others.lo,
+            MinMax::Min => others.hi,
+        };
+        if edge.is_some_and(|x| x.div_euclid(d) == c.div_euclid(d)) {
+            args.remove(i);
+        }
+    }
+    mk_ext(*kind, args)
+}
+
 /// floor(e / d), d >= 1, simplified.
 pub(super) fn mk_div(e: &Lin, d: i128) -> Option<Lin> {
     if d == 1 {
@@ -661,6 +692,7 @@ pub(super) fn mk_div(e: &Lin, d: i128) -> Option<Lin> {
     if d < 1 {
         return None;
     }
+    let e = &floor_arms(e, d)?;
     // floor((d*q + r) / d) = q + floor(r / d): pull out every multiple of d.
     let mut whole = Lin::constant(e.c.div_euclid(d));
     let mut rem = Lin::constant(e.c.rem_euclid(d));

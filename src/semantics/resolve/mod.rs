@@ -248,40 +248,166 @@ impl From<Bound> for SymBound {
     }
 }
 
-/// `max(min(v, hi), lo)`.
-fn clamp_dim(v: &Dim, lo: &Dim, hi: &Dim) -> Dim {
-    v.min(hi).max(lo)
+/// `max(min(v, hi), lo)`; a side given as `None` is not clamped.
+fn clamp_dim(v: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
+    let v = match hi {
+        Some(h) => v.min(h),
+        None => v.clone(),
+    };
+    match lo {
+        Some(l) => v.max(l),
+        None => v,
+    }
 }
 
 /// `v` (negative: counted from the end, `v + d`) clamped to `[lo, hi]`, exact for every value of
-/// the symbols. When the sign of `v` is not known, both cases are combined with a selector that
-/// is exact for `|v| <= m` where `m - 1` bounds the clamped values: `max(min(a, S1), min(b, S0))`
-/// with `S1 = max(m*v + m, 0) - 1` (huge when `v >= 0`, `-1` otherwise) and `S0 = max(-m*v, 0) - 1`.
-fn norm_clamp(v: &Dim, d: &Dim, lo: &Dim, hi: &Dim) -> Dim {
-    match v.bounds() {
-        (Some(l), _) if l >= 0 => clamp_dim(v, lo, hi),
-        (_, Some(h)) if h < 0 => clamp_dim(&v.add(d), lo, hi),
-        _ => {
-            let a = clamp_dim(v, lo, hi);
-            let b = clamp_dim(&v.add(d), lo, hi);
-            // Both readings agree whatever the sign (`v = -d`: 0 either way): no selector.
-            if a.provably_equal(&b) {
-                return a;
-            }
-            // Both lie in [lo, hi] ⊂ [-1, d]: m = d.hi + 2 > every value, and m*|v| >= m for v != 0.
-            let m = match d.bounds().1.and_then(|h| h.checked_add(2)) {
-                Some(m) => m,
-                None => return Dim::unknown_bounded(-1, d.bounds().1),
-            };
-            let s1 = v
-                .mul_const(m)
-                .add_const(m)
-                .max(&Dim::known(0))
-                .add_const(-1);
-            let s0 = v.neg().mul_const(m).max(&Dim::known(0)).add_const(-1);
-            a.min(&s1).max(&b.min(&s0))
+/// the symbols. `lo` is 0 or -1 and `d - 1 <= hi <= d` (the clamps of [`range_dim_sym`]); a side
+/// given as `None` is not clamped (the caller's length does not depend on it: a start past the
+/// end selects nothing whether or not it is clamped to `d`).
+///
+/// When the sign of `v` is not known, the two readings `A = min(v, hi)` (for `v >= 0`, where the
+/// clamp at `lo` cannot act) and `B = max(v + d, lo)` (for `v <= -1`, where `v + d <= d - 1 <=
+/// hi`) are combined by a selector, written as short as the bounds allow:
+/// - `v <= 0` (the start of `x[-n:]`): `v` is 0 or negative, and `A` is the constant
+///   `A0 = clamp(0)`. With `A0 <= B` (every positive step): `min(B, A0 - M*v)`, with `M` at
+///   least `B - A0` (`x[-n:]` on `d` starts at `min(max(d - n, 0), M*n)`); with `A0 >= B`:
+///   `max(B, A0 + M*v)`.
+/// - `v >= -1`: likewise with the point `v = -1`, where `B1 = max(d - 1, lo)`: `max(A, B1 -
+///   M*(v + 1))` when `B1 >= A`.
+/// - otherwise `max(A, min(B, G))` with `G = c - M*v` (`c` = 0 when `A >= 0` for `v >= 0`, else
+///   -1): for `v <= -1`, `A <= v <= v + d` and `A <= -1 <= lo`, so `A <= B`, and `G >= M + c >= B`;
+///   for `v >= 0`, `G <= c <= A`. `M = max(d - 1, lo) - c` (the largest `B`) keeps the
+///   coefficient as small as the bounds allow (63 on GPT-2's 64-row mask). With a `lo`, the
+///   clamp moves out: `max(A, min(v + d, G), lo)`.
+///
+/// [`range_dim_sym`] also writes the index as [`indicator_clamp`] does and keeps the shorter.
+fn norm_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
+    let (vl, vh) = v.bounds();
+    if vl.is_some_and(|l| l >= 0) {
+        return clamp_dim(v, lo, hi);
+    }
+    if vh.is_some_and(|h| h < 0) {
+        return clamp_dim(&v.add(d), lo, hi);
+    }
+    // Both readings agree whatever the sign (`v = -d`: 0 either way): no selector.
+    let a = clamp_dim(v, lo, hi);
+    let b = clamp_dim(&v.add(d), lo, hi);
+    if a.provably_equal(&b) {
+        return a;
+    }
+    let lo_k = match lo.map(Dim::as_known) {
+        None => None,
+        Some(Some(l @ (0 | -1))) => Some(l),
+        Some(_) => return general_selector(v, d, lo, hi),
+    };
+    let hi_ok = hi.is_none_or(|hi| {
+        hi.sub(&d.add_const(-1)).bounds().0.is_some_and(|x| x >= 0)
+            && d.sub(hi).bounds().0.is_some_and(|x| x >= 0)
+    });
+    let (true, Some(d_hi)) = (hi_ok, d.bounds().1) else {
+        return general_selector(v, d, lo, hi);
+    };
+    // The readings on each side, simplified by what that side knows.
+    let a = clamp_dim(v, None, hi);
+    let b = clamp_dim(&v.add(d), lo, None);
+    // Both readings agree whatever the sign (`v = -d`: 0 either way): no selector.
+    if a.provably_equal(&b) {
+        return a;
+    }
+    // The largest value `B` takes (at v = -1), and the smallest any reading takes.
+    let b_top = match lo_k {
+        Some(l) => (d_hi - 1).max(l),
+        None => d_hi - 1,
+    };
+    let floor = lo_k.unwrap_or(-1).min(0);
+    let ge = |x: &Dim, y: &Dim| x.sub(y).bounds().0.is_some_and(|m| m >= 0);
+    let spread = |x: &Dim, y: &Dim| {
+        // an upper bound of |x - y| over the readings, as small as the bounds show
+        let far = b_top.saturating_sub(floor).max(0);
+        match x.sub(y).bounds() {
+            (Some(l), Some(h)) => h.max(-l).clamp(0, far),
+            _ => far,
+        }
+    };
+    if vh == Some(0) && (lo.is_some() || hi.is_some()) {
+        // v is 0 or negative, and v = 0 is the one point of A.
+        let a0 = clamp_dim(&Dim::known(0), lo, hi);
+        if ge(&b, &a0) {
+            return b.min(&a0.sub(&v.mul_const(spread(&b, &a0))));
+        }
+        if ge(&a0, &b) {
+            return b.max(&a0.add(&v.mul_const(spread(&b, &a0))));
         }
     }
+    if vl == Some(-1) {
+        // v is -1 or not negative, and v = -1 is the one point of B.
+        let b1 = clamp_dim(&d.add_const(-1), lo, None);
+        if ge(&b1, &a) {
+            let m = spread(&b1, &a);
+            return a.max(&b1.sub(&v.add_const(1).mul_const(m)));
+        }
+    }
+    // A is at least `c` for v >= 0: 0 when `hi` is (or there is none), else -1.
+    let c: i64 = match hi {
+        Some(h) if h.bounds().0.is_none_or(|x| x < 0) => -1,
+        _ => 0,
+    };
+    let m = (b_top - c).max(0);
+    let g = v.mul_const(-m).add_const(c);
+    match lo {
+        // For v >= 0, A >= lo; for v <= -1, A <= -1 <= lo.
+        Some(l) if hi.is_none_or(|h| h.bounds().0.is_some_and(|x| x >= lo_k.unwrap_or(0))) => {
+            a.max(&v.add(d).min(&g)).max(l)
+        }
+        _ => a.max(&b.min(&g)),
+    }
+}
+
+/// Two exact spellings of an index of unknown sign: the selector of [`norm_clamp`] (each
+/// reading, one of them gated by a steep arm), or the specification's own `v + d*[v < 0]` with
+/// the indicator `[v < 0] = min(max(-v, 0), 1)` ([`indicator_clamp`]). Which is shorter depends
+/// on the slice (T5's `x[-seq:]`: the selector; GPT-2's `bias[k - q : k]` on 64 rows: the
+/// indicator).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Spelling {
+    Selector,
+    Indicator,
+}
+
+/// `v` (negative: counted from the end) clamped to `[lo, hi]` (`None`: that side not clamped),
+/// written as the specification says it: `clamp(v + d*[v < 0])`, with `[v < 0] = min(max(-v,
+/// 0), 1)` (1 for every integer `v <= -1`, 0 for `v >= 0`). Exact for every value.
+fn indicator_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
+    let (vl, vh) = v.bounds();
+    if vl.is_some_and(|l| l >= 0) || vh.is_some_and(|h| h < 0) {
+        return norm_clamp(v, d, lo, hi);
+    }
+    let ind = v.neg().max(&Dim::known(0)).min(&Dim::known(1));
+    clamp_dim(&v.add(&d.mul(&ind)), lo, hi)
+}
+
+/// The selector of [`norm_clamp`] for clamps other than its own: `max(min(a, S1), min(b, S0))`
+/// with `S1 = max(m*v + m, 0) - 1` (huge when `v >= 0`, `-1` otherwise) and `S0 = max(-m*v, 0) -
+/// 1`, exact for values in `[-1, m - 1]` (a missing clamp is taken as `-1` / `d`, which it does
+/// not change).
+fn general_selector(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
+    let (neg1, lo) = (Dim::known(-1), lo.cloned());
+    let lo = lo.unwrap_or(neg1);
+    let hi = hi.unwrap_or(d);
+    let a = clamp_dim(v, Some(&lo), Some(hi));
+    let b = clamp_dim(&v.add(d), Some(&lo), Some(hi));
+    // Both lie in [lo, hi] ⊂ [-1, d]: m = d.hi + 2 > every value, and m*|v| >= m for v != 0.
+    let m = match d.bounds().1.and_then(|h| h.checked_add(2)) {
+        Some(m) => m,
+        None => return Dim::unknown_bounded(-1, d.bounds().1),
+    };
+    let s1 = v
+        .mul_const(m)
+        .add_const(m)
+        .max(&Dim::known(0))
+        .add_const(-1);
+    let s0 = v.neg().mul_const(m).max(&Dim::known(0)).add_const(-1);
+    a.min(&s1).max(&b.min(&s0))
 }
 
 /// A begin that is the first element for a positive step: the edge, or index 0.
@@ -385,29 +511,62 @@ pub fn range_dim_sym(
     let zero = Dim::known(0);
     let neg1 = Dim::known(-1);
     let last = d.add_const(-1);
-    let r = if s > 0 {
-        let pos = |b: &SymBound, edge: Dim| match b {
-            SymBound::Index(v) => norm_clamp(&sat(v), d, &zero, d),
-            _ => edge,
-        };
-        let start = pos(begin, zero.clone());
-        let stop = pos(end, d.clone());
-        ceil_div(stop.sub(&start).max(&zero), s)
-    } else {
-        let m = s.checked_neg().unwrap_or(i64::MAX); // |i64::MIN| > any dim: same result
-        let start = match begin {
-            SymBound::Index(v) => match clamp {
-                Clamp::Tf => norm_clamp(&sat(v), d, &neg1, &last),
-                Clamp::Ov => norm_clamp(&sat(v), d, &zero, &last).min(&last),
-            },
-            _ => last.clone(),
-        };
-        let stop = match end {
-            SymBound::Index(v) => norm_clamp(&sat(v), d, &neg1, &last),
-            _ => neg1,
-        };
-        ceil_div(start.sub(&stop).max(&zero), m)
+    // An index of unknown sign can be written two ways (see [`Spelling`]): both are built, and
+    // the shorter result is kept.
+    let mixed = std::cell::Cell::new(false);
+    let index = |v: &Dim, lo: Option<&Dim>, hi: Option<&Dim>, how: Spelling| {
+        let v = sat(v);
+        let (vl, vh) = v.bounds();
+        if !(vl.is_some_and(|l| l >= 0) || vh.is_some_and(|h| h < 0)) {
+            mixed.set(true);
+        }
+        match how {
+            Spelling::Selector => norm_clamp(&v, d, lo, hi),
+            Spelling::Indicator => indicator_clamp(&v, d, lo, hi),
+        }
     };
+    let build = |how: Spelling| {
+        if s > 0 {
+            // The start needs no clamp at `d`, nor the stop at 0: the length is 0 either way.
+            let start = match begin {
+                SymBound::Index(v) => index(v, Some(&zero), None, how),
+                _ => zero.clone(),
+            };
+            let stop = match end {
+                SymBound::Index(v) => index(v, None, Some(d), how),
+                _ => d.clone(),
+            };
+            ceil_div(stop.sub(&start).max(&zero), s)
+        } else {
+            // |i64::MIN| > any dim: the same result.
+            let m = s.checked_neg().unwrap_or(i64::MAX);
+            // Neither TensorFlow's start needs a clamp at -1 nor the stop one at `d - 1` (the
+            // other is clamped there: the length is 0 either way); OpenVINO's start clamps at 0.
+            let start = match begin {
+                SymBound::Index(v) => match clamp {
+                    Clamp::Tf => index(v, None, Some(&last), how),
+                    // A start known not negative needs no clamp at 0 (which the last `min`
+                    // undoes on an empty axis): `min(v, d - 1)`.
+                    Clamp::Ov if v.bounds().0.is_some_and(|l| l >= 0) => sat(v).min(&last),
+                    Clamp::Ov => index(v, Some(&zero), Some(&last), how).min(&last),
+                },
+                _ => last.clone(),
+            };
+            let stop = match end {
+                SymBound::Index(v) => index(v, Some(&neg1), None, how),
+                _ => neg1.clone(),
+            };
+            ceil_div(start.sub(&stop).max(&zero), m)
+        }
+    };
+    let mut r = build(Spelling::Selector);
+    if mixed.get() {
+        let other = build(Spelling::Indicator);
+        let len = |x: &Dim| x.to_onnx().map_or(usize::MAX, |t| t.len());
+        if len(&other) < len(&r) {
+            r = other;
+        }
+    }
     if r.is_unknown() {
         // Lost in the algebra (overflow, size): the bounds are still right.
         let (lo, hi) = r.bounds();

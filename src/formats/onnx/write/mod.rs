@@ -18,6 +18,7 @@ use prost::Message;
 
 use super::proto::{GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto};
 use crate::formats::copy::{with_sink, Sink};
+use crate::ir::Lazy;
 
 pub use super::external::{externalize, in_sources, EXTERNAL_ALIGN, EXTERNAL_MIN, PROTO_LIMIT};
 
@@ -276,10 +277,17 @@ impl<'a> GraphOut<'a> {
         ) -> Result<Vec<M>, prost::DecodeError> {
             v.into_iter().map(Out::into_owned).collect()
         }
+        let mut initializer = decode(self.initializer)?;
+        // Lazy bytes' stand-ins are for the streaming writer: a record is given its bytes.
+        for t in &mut initializer {
+            if let Some(l) = t.raw_data.as_deref().and_then(Lazy::behind) {
+                t.raw_data = Some(l.bytes().clone());
+            }
+        }
         Ok(GraphProto {
             node: decode(self.node)?,
             name: self.base.name.clone(),
-            initializer: decode(self.initializer)?,
+            initializer,
             sparse_initializer: self.base.sparse_initializer.clone(),
             doc_string: self.base.doc_string.clone(),
             input: self.base.input.clone(),
@@ -522,6 +530,9 @@ impl<'a, 'w> StreamWriter<'a, 'w> {
             return self.maybe_flush();
         }
         self.flush()?;
+        if let Some(l) = Lazy::behind(b) {
+            return self.lazy_bytes(&l);
+        }
         if let Some((src, offset)) = self.locate(b) {
             let len = b.len() as u64;
             if let Some(p) = &mut self.pending {
@@ -540,6 +551,31 @@ impl<'a, 'w> StreamWriter<'a, 'w> {
         }
         self.flush_pending()?;
         self.sink.bytes(b)
+    }
+
+    /// Writes lazy bytes (a folded slice), produced run by run into the buffer, which is
+    /// written out whenever it fills: only a buffer's worth is ever in memory. The source
+    /// pages the runs were read from are given back behind them (see
+    /// [`StreamWriter::read_from_source`]).
+    fn lazy_bytes(&mut self, l: &Lazy) -> io::Result<()> {
+        self.flush_pending()?;
+        if let Some(b) = l.computed() {
+            return self.sink.bytes(b);
+        }
+        let mut result = Ok(());
+        l.producer().runs(&mut |mut run: &[u8]| {
+            while !run.is_empty() && result.is_ok() {
+                let room = FLUSH_AT.saturating_sub(self.buf.len()).max(1);
+                let (now, rest) = run.split_at(room.min(run.len()));
+                self.buf.extend_from_slice(now);
+                run = rest;
+                if self.buf.len() >= FLUSH_AT {
+                    self.read_from_source(now);
+                    result = self.sink.flush_buf(&mut self.buf, BUF_CAP);
+                }
+            }
+        });
+        result
     }
 
     /// A length-delimited byte field whose contents may be big.

@@ -159,3 +159,62 @@ fn coalesced_copies_equal_prost_encoding() {
         );
     }
 }
+
+/// Lazy bytes (`ir::Lazy`) behind a placeholder `raw_data` are written as the bytes their
+/// producer makes, the file being the protobuf encoding of the record with those bytes; the
+/// record given back by `GraphOut::into_proto` carries them too.
+#[test]
+fn lazy_raw_data_is_written_as_produced() {
+    use crate::ir::{Lazy, Produce};
+    #[derive(Debug)]
+    struct Counting(usize);
+    impl Produce for Counting {
+        fn len(&self) -> usize {
+            self.0
+        }
+        fn runs(&self, f: &mut dyn FnMut(&[u8])) {
+            // Runs of 1000 bytes (the last shorter), byte k = k % 253.
+            let all: Vec<u8> = (0..self.0).map(|k| (k % 253) as u8).collect();
+            for c in all.chunks(1000) {
+                f(c)
+            }
+        }
+    }
+    for len in [BIG, FLUSH_AT + 17, 3 * FLUSH_AT + 5] {
+        let want: Vec<u8> = (0..len).map(|k| (k % 253) as u8).collect();
+        let lazy = Lazy::new(std::sync::Arc::new(Counting(len)));
+        let placeholder = lazy.placeholder();
+        assert_eq!(placeholder.len(), len);
+        let tensor = |raw: Bytes| TensorProto {
+            dims: vec![len as i64],
+            data_type: Some(2),
+            name: Some("w".into()),
+            raw_data: Some(raw),
+            ..Default::default()
+        };
+        let g = GraphProto {
+            initializer: vec![
+                tensor(Bytes::from_static(b"small")),
+                tensor(placeholder.clone()),
+            ],
+            ..Default::default()
+        };
+        let m = ModelProto {
+            ir_version: Some(8),
+            graph: Some(g.clone()),
+            ..Default::default()
+        };
+        let mut expect = m.clone();
+        if let Some(g) = expect.graph.as_mut() {
+            g.initializer[1].raw_data = Some(Bytes::from(want.clone()));
+        }
+        assert_eq!(
+            encode_streamed(&m, &[]).expect("write"),
+            expect.encode_to_vec(),
+            "{len}"
+        );
+        let back = GraphOut::untouched(&g).into_proto().expect("proto");
+        assert_eq!(back.initializer[1].raw_data.as_deref(), Some(&want[..]));
+        assert!(Lazy::behind(&placeholder).is_some());
+    }
+}

@@ -87,7 +87,26 @@ pub(super) fn write_parts<'a>(
                     }
                     orig.get(r).unwrap_or_default()
                 }
-                Out::New(b) => b,
+                Out::New(b) => {
+                    if let Some(l) = crate::ir::Lazy::behind(b) {
+                        // Lazy bytes (a folded slice): produced run by run into the buffer.
+                        let mut result = Ok(());
+                        l.producer().runs(&mut |mut run: &[u8]| {
+                            while !run.is_empty() && result.is_ok() {
+                                let room = FLUSH_AT.saturating_sub(buf.len()).max(1);
+                                let (now, rest) = run.split_at(room.min(run.len()));
+                                buf.extend_from_slice(now);
+                                run = rest;
+                                if buf.len() >= FLUSH_AT {
+                                    result = sink.flush_buf(&mut buf, FLUSH_AT);
+                                }
+                            }
+                        });
+                        result?;
+                        continue;
+                    }
+                    b
+                }
             };
             if b.len() >= COPY_MIN {
                 // Long: written from where it is, not through the buffer.

@@ -2,6 +2,11 @@
 //! its new constants.
 
 use super::*;
+use crate::ir::Lazy;
+
+/// Lazy constants are compared with new constants at least this long (as long as the
+/// smallest lazy slice).
+const LAZY_MIN: usize = crate::ops::eval::slice::LAZY_MIN;
 
 /// Builds the changed document and `.bin`.
 pub(super) struct Writer<'a> {
@@ -16,6 +21,11 @@ pub(super) struct Writer<'a> {
     bin_len: u64,
     /// Offsets of the new constants by content, to share identical ones.
     appended: HashMap<Bytes, u64>,
+    /// New constants of lazy bytes (a big folded slice, written as produced: see
+    /// `crate::ir::Lazy`) and new ones of at least `LAZY_MIN` bytes, with their offsets: a
+    /// lazy constant is shared with a new constant of the same bytes as `appended` shares
+    /// the others, compared as produced.
+    big: Vec<(TensorData, u64)>,
     /// Constants whose data is their original range's bytes: that (original) range.
     reused: HashMap<NodeIndex, (u64, u64)>,
     unit: String,
@@ -37,6 +47,7 @@ impl<'a> Writer<'a> {
             new_parts: Vec::new(),
             bin_len: 0,
             appended: HashMap::new(),
+            big: Vec::new(),
             reused: HashMap::new(),
             unit,
             in_body: false,
@@ -70,6 +81,20 @@ impl<'a> Writer<'a> {
             return false;
         };
         b.len() == raw.len() && (b.as_ptr() == raw.as_ptr() || b == raw.as_ref())
+    }
+
+    /// [`Writer::same_as_original`] for raw or lazy data (lazy bytes compared as produced).
+    fn data_same_as_original(&self, range: (u64, u64), data: &TensorData) -> bool {
+        match data {
+            TensorData::Lazy(l) if l.computed().is_none() => {
+                usize::try_from(range.1).is_ok_and(|s| s == l.len())
+                    && usize::try_from(range.0)
+                        .ok()
+                        .and_then(|o| self.bin.get(o..o.checked_add(l.len())?))
+                        .is_some_and(|b| l.same_as(b))
+            }
+            d => d.raw().is_some_and(|raw| self.same_as_original(range, raw)),
+        }
     }
 
     /// Rewrites the `offset` of every `Const` layer inside `el` (and of `el` itself when
@@ -265,10 +290,7 @@ impl<'a> Writer<'a> {
             if let Some(range) = m.layers.get(i).and_then(|r| r.const_range) {
                 match &n.kind {
                     _ if original && !self.needs_rebuild(tab, ix) => refs.push(range),
-                    NodeKind::Const(t)
-                        if matches!(&t.data, TensorData::Raw(raw)
-                            if self.same_as_original(range, raw)) =>
-                    {
+                    NodeKind::Const(t) if self.data_same_as_original(range, &t.data) => {
                         self.reused.insert(ix, range);
                         refs.push(range);
                     }
@@ -520,10 +542,12 @@ impl<'a> Writer<'a> {
             w.bin_len = self.bin_len;
             w.new_parts = std::mem::take(&mut self.new_parts);
             w.appended = std::mem::take(&mut self.appended);
+            w.big = std::mem::take(&mut self.big);
             let pieces = w.rebuild();
             self.bin_len = w.bin_len;
             self.new_parts = std::mem::take(&mut w.new_parts);
             self.appended = std::mem::take(&mut w.appended);
+            self.big = std::mem::take(&mut w.big);
             let mut text = Vec::new();
             for p in &pieces? {
                 text.extend_from_slice(p.bytes(&body.source));
@@ -570,10 +594,40 @@ impl<'a> Writer<'a> {
         if let Some(&offset) = self.appended.get(&data) {
             return Some(offset);
         }
+        if data.len() >= LAZY_MIN {
+            let same = |d: &TensorData| match d {
+                TensorData::Lazy(l) => l.same_as(&data),
+                _ => false,
+            };
+            if let Some(&(_, offset)) = self.big.iter().find(|(d, _)| same(d)) {
+                return Some(offset);
+            }
+        }
         let offset = self.bin_len;
         self.bin_len = self.bin_len.checked_add(data.len() as u64)?;
         self.appended.insert(data.clone(), offset);
+        if data.len() >= LAZY_MIN {
+            self.big.push((TensorData::Raw(data.clone()), offset));
+        }
         self.new_parts.push(data);
+        Some(offset)
+    }
+
+    /// [`Writer::append_bin`] for lazy bytes: appended as a placeholder the `.bin` writer
+    /// produces them for (see `crate::ir::Lazy::placeholder`).
+    fn append_lazy(&mut self, l: &Lazy) -> Option<u64> {
+        let same = |d: &TensorData| match d {
+            TensorData::Lazy(o) => l.same_as_lazy(o),
+            TensorData::Raw(b) => l.same_as(b),
+            TensorData::Strings(_) => false,
+        };
+        if let Some(&(_, offset)) = self.big.iter().find(|(d, _)| same(d)) {
+            return Some(offset);
+        }
+        let offset = self.bin_len;
+        self.bin_len = self.bin_len.checked_add(l.len() as u64)?;
+        self.big.push((TensorData::Lazy(l.clone()), offset));
+        self.new_parts.push(l.placeholder());
         Some(offset)
     }
 
@@ -674,19 +728,26 @@ impl<'a> Writer<'a> {
     /// Where a constant's bytes are in the written `.bin`: its original range (moved by the
     /// compaction) when the data is unchanged, else appended.
     fn const_bytes(&mut self, ix: NodeIndex, n: &Node, t: &Tensor) -> Result<(u64, u64)> {
-        let TensorData::Raw(raw) = &t.data else {
-            return Err(self.err(n, "string constants cannot be written to OpenVINO IR yet"));
+        let (raw, lazy) = match &t.data {
+            TensorData::Lazy(l) if l.computed().is_none() && l.len() >= LAZY_MIN => (None, Some(l)),
+            d => match d.raw() {
+                Some(raw) => (Some(raw), None),
+                None => {
+                    return Err(self.err(n, "string constants cannot be written to OpenVINO IR yet"))
+                }
+            },
         };
+        let raw_len = t.data.raw_len().unwrap_or(0);
         let count = t
             .element_count()
             .and_then(|c| packed_size(t.dtype, c))
             .ok_or_else(|| self.err(n, "constant shape is too large"))?;
-        if count != raw.len() as u64 {
+        if count != raw_len as u64 {
             return Err(self.err(
                 n,
                 format!(
                     "constant has {} bytes, but {} x {:?} needs {count}",
-                    raw.len(),
+                    raw_len,
                     t.dtype.ov_name(),
                     t.shape
                 ),
@@ -695,10 +756,13 @@ impl<'a> Writer<'a> {
         if let Some(&(off, size)) = self.reused.get(&ix) {
             return Ok((self.compaction.map(off), size));
         }
-        let off = self
-            .append_bin(raw.clone())
-            .ok_or_else(|| self.err(n, "the .bin would exceed 2^64 bytes"))?;
-        Ok((off, raw.len() as u64))
+        let off = match (raw, lazy) {
+            (_, Some(l)) => self.append_lazy(l),
+            (Some(raw), None) => self.append_bin(raw.clone()),
+            (None, None) => None,
+        }
+        .ok_or_else(|| self.err(n, "the .bin would exceed 2^64 bytes"))?;
+        Ok((off, raw_len as u64))
     }
 }
 
