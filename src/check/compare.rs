@@ -129,17 +129,7 @@ fn constants(text: &str, out: &mut Vec<i64>) {
 /// among those where every condition of `admits` is `>= 0` ([`super::admit::conditions`]);
 /// `None` when none is found.
 pub(super) fn find_difference(declared: &Dim, inferred: &Dim, admits: &[Dim]) -> Option<Witness> {
-    // The symbols of both, by name, each within the bounds both give it.
-    let mut bounds: BTreeMap<String, (i64, Option<i64>)> = BTreeMap::new();
-    for s in declared.symbols().iter().chain(&inferred.symbols()) {
-        let (lo, hi) = s.bounds();
-        let e = bounds.entry(s.name().to_string()).or_insert((lo, hi));
-        e.0 = e.0.max(lo);
-        e.1 = match (e.1, hi) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-    }
+    let bounds = symbol_bounds(declared, inferred);
     if bounds.values().any(|(lo, hi)| hi.is_some_and(|h| h < *lo)) {
         return None;
     }
@@ -192,25 +182,7 @@ pub(super) fn find_difference(declared: &Dim, inferred: &Dim, admits: &[Dim]) ->
     }
     // Stage 2: sizes around the constants of both expressions, the bounds, and a spread of
     // larger sizes; the smallest binding that shows a difference.
-    let mut cs = Vec::new();
-    constants(&declared.to_string(), &mut cs);
-    constants(&inferred.to_string(), &mut cs);
-    let mut cands: Vec<Vec<i64>> = (0..k)
-        .map(|i| {
-            let mut v: Vec<i64> = vec![lo[i], lo[i].saturating_add(1), hi[i], hi[i] - 1];
-            for c in &cs {
-                v.extend([c.saturating_sub(1), *c, c.saturating_add(1)]);
-            }
-            for p in 1..31 {
-                v.push(1i64 << p);
-                v.push((1i64 << p) + 1);
-            }
-            v.retain(|x| (lo[i]..=hi[i]).contains(x));
-            v.sort_unstable();
-            v.dedup();
-            v
-        })
-        .collect();
+    let mut cands = candidates(declared, inferred, &lo, &hi);
     for c in &mut cands {
         if c.is_empty() {
             return None;
@@ -270,6 +242,47 @@ pub(super) fn find_difference(declared: &Dim, inferred: &Dim, admits: &[Dim]) ->
         }
     }
     best.map(|(_, w)| w)
+}
+
+/// The symbols of `declared` and `inferred`, by name, each within the bounds both give it
+/// (`None`: no upper bound).
+fn symbol_bounds(declared: &Dim, inferred: &Dim) -> BTreeMap<String, (i64, Option<i64>)> {
+    let mut bounds: BTreeMap<String, (i64, Option<i64>)> = BTreeMap::new();
+    for s in declared.symbols().iter().chain(&inferred.symbols()) {
+        let (lo, hi) = s.bounds();
+        let e = bounds.entry(s.name().to_string()).or_insert((lo, hi));
+        e.0 = e.0.max(lo);
+        e.1 = match (e.1, hi) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    bounds
+}
+
+/// The sizes stage 2 of [`find_difference`] tries for each symbol (within `lo[i]..=hi[i]`,
+/// sorted): the bounds and next to them, around each constant of `declared` and `inferred`,
+/// and the powers of two (and one past each) up to `2^30`.
+fn candidates(declared: &Dim, inferred: &Dim, lo: &[i64], hi: &[i64]) -> Vec<Vec<i64>> {
+    let mut cs = Vec::new();
+    constants(&declared.to_string(), &mut cs);
+    constants(&inferred.to_string(), &mut cs);
+    (0..lo.len())
+        .map(|i| {
+            let mut v: Vec<i64> = vec![lo[i], lo[i].saturating_add(1), hi[i], hi[i] - 1];
+            for c in &cs {
+                v.extend([c.saturating_sub(1), *c, c.saturating_add(1)]);
+            }
+            for p in 1..31 {
+                v.push(1i64 << p);
+                v.push((1i64 << p) + 1);
+            }
+            v.retain(|x| (lo[i]..=hi[i]).contains(x));
+            v.sort_unstable();
+            v.dedup();
+            v
+        })
+        .collect()
 }
 
 /// Calls `f` on every `off` with `off[i..]` summing to `rest` (each `off[j] <= hi[j] - lo[j]`),

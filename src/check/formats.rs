@@ -187,12 +187,9 @@ pub fn path_uri(path: &str) -> String {
     }
 }
 
-/// A SARIF 2.1.0 log: one run of slice-opt, one artifact per model, one result per row (a
-/// row that fails at `fail_on` is a `fail` result of level `error`; `ok` a `pass`; the others
-/// `informational`, or `review` for `unknown`), rule ids per verdict kind, and one `fail`
-/// result of rule `unreadable` per model that cannot be read. `exit_code` is the run's.
-pub fn sarif(models: &[Checked], fail_on: FailOn, exit_code: i32) -> Value {
-    let rules: Vec<Value> = RULES
+/// The SARIF rules: one per entry of `RULES`, with its default level.
+fn sarif_rules() -> Vec<Value> {
+    RULES
         .iter()
         .map(|(id, name, text)| {
             let level = match *id {
@@ -209,7 +206,15 @@ pub fn sarif(models: &[Checked], fail_on: FailOn, exit_code: i32) -> Value {
                 "help": {"text": format!("{text} See `slice-opt check --help`.")},
             })
         })
-        .collect();
+        .collect()
+}
+
+/// A SARIF 2.1.0 log: one run of slice-opt, one artifact per model, one result per row (a
+/// row that fails at `fail_on` is a `fail` result of level `error`; `ok` a `pass`; the others
+/// `informational`, or `review` for `unknown`), rule ids per verdict kind, and one `fail`
+/// result of rule `unreadable` per model that cannot be read. `exit_code` is the run's.
+pub fn sarif(models: &[Checked], fail_on: FailOn, exit_code: i32) -> Value {
+    let rules = sarif_rules();
     let rule_index = |id: &str| RULES.iter().position(|r| r.0 == id).unwrap_or(0);
     let mut artifacts = Vec::new();
     let mut results = Vec::new();

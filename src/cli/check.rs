@@ -126,28 +126,9 @@ fn table_lines(report: &CheckReport, fail_on: FailOn) -> Vec<String> {
     lines
 }
 
-pub fn run_check(
-    inputs: &[PathBuf],
-    format: CheckFormat,
-    fail_on: FailOn,
-) -> Result<ExitCode, Error> {
-    // One model as the table or JSON: as before (an unreadable model is the run's error).
-    if let [path] = inputs {
-        if !path.is_dir() && matches!(format, CheckFormat::Table | CheckFormat::Json) {
-            let report = check_one(path)?;
-            if format == CheckFormat::Json {
-                print_out(json(&report)?.lines())?;
-            } else {
-                print_out(table_lines(&report, fail_on))?;
-            }
-            return Ok(if report.passes(fail_on) {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            });
-        }
-    }
-    let single = matches!(inputs, [p] if !p.is_dir());
+/// The model files to check among `inputs` (`single`: one path, not a directory), directories
+/// searched; an error for a directory named like a model, or one alone with no model under it.
+fn model_paths(inputs: &[PathBuf], single: bool) -> Result<Vec<PathBuf>, Error> {
     let mut paths = Vec::new();
     for path in inputs {
         // A directory named like a model is a mistake (or a trap), not a folder of models.
@@ -177,6 +158,32 @@ pub fn run_check(
             paths.push(path.to_path_buf());
         }
     }
+    Ok(paths)
+}
+
+pub fn run_check(
+    inputs: &[PathBuf],
+    format: CheckFormat,
+    fail_on: FailOn,
+) -> Result<ExitCode, Error> {
+    // One model as the table or JSON: as before (an unreadable model is the run's error).
+    if let [path] = inputs {
+        if !path.is_dir() && matches!(format, CheckFormat::Table | CheckFormat::Json) {
+            let report = check_one(path)?;
+            if format == CheckFormat::Json {
+                print_out(json(&report)?.lines())?;
+            } else {
+                print_out(table_lines(&report, fail_on))?;
+            }
+            return Ok(if report.passes(fail_on) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            });
+        }
+    }
+    let single = matches!(inputs, [p] if !p.is_dir());
+    let paths = model_paths(inputs, single)?;
     let checked: Vec<Checked> = {
         use rayon::prelude::*;
         paths

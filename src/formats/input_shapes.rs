@@ -483,20 +483,7 @@ pub fn apply(model: &mut Model, s: &ShapesIn) -> Result<Applied, ShapesInError> 
         }
         shapes.push((i.ix, out));
     }
-    known.sort();
-    known.dedup();
-    for (name, _) in &s.dims {
-        if known.binary_search(name).is_err() {
-            return Err(ShapesInError::UnknownSymbol {
-                name: name.clone(),
-                known: if known.is_empty() {
-                    "none; --input-shape INPUT=D1,D2,... names one".to_string()
-                } else {
-                    list(known.iter().map(String::as_str))
-                },
-            });
-        }
-    }
+    check_symbols(&s.dims, known)?;
     // Checked: now the model changes.
     let fixed: BTreeMap<String, u64> = bounds
         .iter()
@@ -554,6 +541,26 @@ pub fn apply(model: &mut Model, s: &ShapesIn) -> Result<Applied, ShapesInError> 
         bounds: bounds.into_iter().map(|(n, (b, _))| (n, b)).collect(),
         params,
     })
+}
+
+/// An error for the first of `dims` (the `--dim` names) that is not among `known` (the named
+/// dims of the inputs and the names `--input-shape` gives).
+fn check_symbols(dims: &[(String, DimBound)], mut known: Vec<String>) -> Result<(), ShapesInError> {
+    known.sort();
+    known.dedup();
+    for (name, _) in dims {
+        if known.binary_search(name).is_err() {
+            return Err(ShapesInError::UnknownSymbol {
+                name: name.clone(),
+                known: if known.is_empty() {
+                    "none; --input-shape INPUT=D1,D2,... names one".to_string()
+                } else {
+                    list(known.iter().map(String::as_str))
+                },
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A list for a message: `a, b, c` (at most 20 names), or `none`.

@@ -380,14 +380,9 @@ pub(super) fn candidates(
     out
 }
 
-/// [`find`], with `assumed` (symbol: expression) taken as given from the start; an equality it
-/// contradicts is a conflict.
-fn find_with(
-    model: &OnnxModel,
-    bind: &BTreeMap<String, usize>,
-    assumed: Option<&BTreeMap<String, Dim>>,
-) -> Relations {
-    let graph = &model.graph;
+/// The input nodes of `graph` with their declared facts, in input order, and the names of the
+/// symbols their dims use, in order of first use (node-index order).
+fn declared_inputs(graph: &Graph) -> (Vec<(petgraph::stable_graph::NodeIndex, Fact)>, Vec<String>) {
     let mut inputs: Vec<(petgraph::stable_graph::NodeIndex, Fact)> = Vec::new();
     let mut order: Vec<String> = Vec::new();
     for ix in graph.g.node_indices() {
@@ -405,6 +400,36 @@ fn find_with(
         inputs.push((ix, fact));
     }
     inputs.sort_by_key(|(ix, _)| graph.node(*ix).order);
+    (inputs, order)
+}
+
+/// The facts the inputs are seeded with: each declared dim with the `solved` symbols replaced
+/// (unknown where that fails).
+fn seeds(
+    inputs: &[(petgraph::stable_graph::NodeIndex, Fact)],
+    solved: &BTreeMap<String, Dim>,
+) -> HashMap<petgraph::stable_graph::NodeIndex, Fact> {
+    inputs
+        .iter()
+        .map(|(ix, f)| {
+            let mut f = f.clone();
+            for d in f.shape.iter_mut().flatten() {
+                *d = substitute(d, solved).unwrap_or_else(Dim::unknown);
+            }
+            (*ix, f)
+        })
+        .collect()
+}
+
+/// [`find`], with `assumed` (symbol: expression) taken as given from the start; an equality it
+/// contradicts is a conflict.
+fn find_with(
+    model: &OnnxModel,
+    bind: &BTreeMap<String, usize>,
+    assumed: Option<&BTreeMap<String, Dim>>,
+) -> Relations {
+    let graph = &model.graph;
+    let (inputs, order) = declared_inputs(graph);
     let mut rel = Relations::default();
     let mut consts: BTreeMap<String, Dim> = bind
         .iter()
@@ -433,16 +458,7 @@ fn find_with(
     }
     let mut seen: Vec<(Dim, Dim)> = Vec::new();
     for _ in 0..MAX_ROUNDS {
-        let seeds: HashMap<petgraph::stable_graph::NodeIndex, Fact> = inputs
-            .iter()
-            .map(|(ix, f)| {
-                let mut f = f.clone();
-                for d in f.shape.iter_mut().flatten() {
-                    *d = substitute(d, &solved).unwrap_or_else(Dim::unknown);
-                }
-                (*ix, f)
-            })
-            .collect();
+        let seeds = seeds(&inputs, &solved);
         let Ok(facts) = crate::shape::propagate_seeded(graph, Format::Onnx, model.opset(), &|ix| {
             seeds.get(&ix).cloned()
         }) else {

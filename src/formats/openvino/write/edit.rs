@@ -192,3 +192,30 @@ pub(super) fn append_splice(
     };
     Ok(Some((at..at, text)))
 }
+
+/// The source text with the splices applied, as pieces.
+pub(super) fn apply_splices(
+    path: &Path,
+    len: usize,
+    mut splices: Vec<(Range<usize>, String)>,
+) -> Result<Vec<Piece>> {
+    splices.sort_by_key(|(r, _)| r.start);
+    let mut pieces = Vec::with_capacity(splices.len() * 2 + 1);
+    let mut at = 0usize;
+    for (r, text) in splices {
+        if r.start < at {
+            return Err(fmt_err(path, "overlapping edits of the .xml (a bug)"));
+        }
+        if r.start > at {
+            pieces.push(Piece::Source(at..r.start));
+        }
+        if !text.is_empty() {
+            pieces.push(Piece::Text(text));
+        }
+        at = r.end;
+    }
+    if at < len {
+        pieces.push(Piece::Source(at..len));
+    }
+    Ok(pieces)
+}

@@ -766,33 +766,6 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// The source text with the splices applied, as pieces.
-fn apply_splices(
-    path: &Path,
-    len: usize,
-    mut splices: Vec<(Range<usize>, String)>,
-) -> Result<Vec<Piece>> {
-    splices.sort_by_key(|(r, _)| r.start);
-    let mut pieces = Vec::with_capacity(splices.len() * 2 + 1);
-    let mut at = 0usize;
-    for (r, text) in splices {
-        if r.start < at {
-            return Err(fmt_err(path, "overlapping edits of the .xml (a bug)"));
-        }
-        if r.start > at {
-            pieces.push(Piece::Source(at..r.start));
-        }
-        if !text.is_empty() {
-            pieces.push(Piece::Text(text));
-        }
-        at = r.end;
-    }
-    if at < len {
-        pieces.push(Piece::Source(at..len));
-    }
-    Ok(pieces)
-}
-
 /// Tables of the graph being written, by node index and by layer: vectors, not hash maps (see
 /// `Places`).
 struct Tables {
