@@ -250,14 +250,13 @@ enum InnerOut {
     Range(usize, Ax),
 }
 
+/// The output axes of an inner plan, and its shrinks (input axis, entry).
+type InnerAxes = (Vec<InnerOut>, Vec<(usize, Ax)>);
+
 /// The output axes of the inner plan `inner` (read with `c1`, of an input of `dims`), and its
 /// shrinks (input axis, entry), each shrink checked: in range on a known size, or an index
 /// the proof handles on a symbolic one.
-fn inner_outs(
-    inner: &SlicePlan,
-    c1: Clamp,
-    dims: &[Dim],
-) -> Result<(Vec<InnerOut>, Vec<(usize, Ax)>), Refusal> {
+fn inner_outs(inner: &SlicePlan, c1: Clamp, dims: &[Dim]) -> Result<InnerAxes, Refusal> {
     let mut outs: Vec<InnerOut> = Vec::new();
     let mut shrinks: Vec<(usize, Ax)> = Vec::new();
     let mut next_axis = 0usize;
