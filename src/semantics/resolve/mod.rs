@@ -435,6 +435,49 @@ fn output_bounds(lo: Option<i64>, hi: Option<i64>) -> Dim {
     Dim::unknown_bounded(lo.unwrap_or(0).max(0), hi.filter(|&h| h < i64::MAX))
 }
 
+/// Output dim of a range with everything known (dim, begin, end, non-zero step): the
+/// concrete rule. `None` when something is not known or the length does not fit.
+fn range_known(
+    d: &Dim,
+    begin: &SymBound,
+    end: &SymBound,
+    step: Option<i64>,
+    clamp: Clamp,
+) -> Option<Dim> {
+    if let (Some(n), Some(s)) = (d.as_known(), step.filter(|&s| s != 0)) {
+        let concrete = |b: &SymBound| match b {
+            SymBound::Index(v) => v.as_known().map(Bound::Index),
+            SymBound::Edge => Some(Bound::Edge),
+            SymBound::Dynamic => None,
+        };
+        if let (Some(b), Some(e), true) = (concrete(begin), concrete(end), n >= 0) {
+            if let Some(len) = range_concrete(n as i128, b, e, s, clamp)
+                .ok()
+                .and_then(|(_, len)| i64::try_from(len).ok())
+            {
+                return Some(Dim::known(len));
+            }
+        }
+    }
+    None
+}
+
+/// `r`, a range of `d`, as an unknown with its bounds (at most `d`'s upper bound) when it was
+/// lost in the algebra.
+fn with_bounds(r: Dim, d: &Dim) -> Dim {
+    if r.is_unknown() {
+        // Lost in the algebra (overflow, size): the bounds are still right.
+        let (lo, hi) = r.bounds();
+        // A range never selects more than the dim has.
+        let hi = match (hi, d.bounds().1) {
+            (Some(h), Some(dh)) => Some(h.min(dh)),
+            (h, dh) => h.or(dh),
+        };
+        return output_bounds(lo, hi);
+    }
+    r
+}
+
 /// Output dim of a range on `d` (a value, an expression or an unknown with bounds) with begin and
 /// end that may be expressions: the tightest the inputs allow, exact for every value of the
 /// symbols. An unknown `d` is treated as a fresh symbol with its bounds, and the result is the
@@ -464,20 +507,8 @@ pub fn range_dim_sym(
         return d.clone();
     }
     // Everything known: the concrete rule (no expression algebra; most slices of real models).
-    if let (Some(n), Some(s)) = (d.as_known(), step.filter(|&s| s != 0)) {
-        let concrete = |b: &SymBound| match b {
-            SymBound::Index(v) => v.as_known().map(Bound::Index),
-            SymBound::Edge => Some(Bound::Edge),
-            SymBound::Dynamic => None,
-        };
-        if let (Some(b), Some(e), true) = (concrete(begin), concrete(end), n >= 0) {
-            if let Some(len) = range_concrete(n as i128, b, e, s, clamp)
-                .ok()
-                .and_then(|(_, len)| i64::try_from(len).ok())
-            {
-                return Dim::known(len);
-            }
-        }
+    if let Some(r) = range_known(d, begin, end, step, clamp) {
+        return r;
     }
     let unknown = || Dim::unknown_bounded(0, d.bounds().1);
     let (Some(s), false) = (
@@ -567,17 +598,7 @@ pub fn range_dim_sym(
             r = other;
         }
     }
-    if r.is_unknown() {
-        // Lost in the algebra (overflow, size): the bounds are still right.
-        let (lo, hi) = r.bounds();
-        // A range never selects more than the dim has.
-        let hi = match (hi, d.bounds().1) {
-            (Some(h), Some(dh)) => Some(h.min(dh)),
-            (h, dh) => h.or(dh),
-        };
-        return output_bounds(lo, hi);
-    }
-    r
+    with_bounds(r, d)
 }
 
 /// `[lo, hi]` of a begin or end that is an unknown value (with bounds: a value computed from an
