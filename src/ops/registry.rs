@@ -147,8 +147,21 @@ pub fn lookup(node: &Node, dialect: Format) -> Option<&'static OpEntry> {
     if dialect == Onnx && !(node.domain.is_empty() || node.domain == "ai.onnx") {
         return None;
     }
-    OPS.iter()
-        .find(|e| e.dialect == dialect && e.op == node.op_type.as_str())
+    // One hash lookup a node instead of a scan of every row (the table has ~70 rows and
+    // `fold` asks for every node of the graph).
+    static INDEX: std::sync::OnceLock<
+        std::collections::HashMap<(bool, &'static str), usize, foldhash::fast::FixedState>,
+    > = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut m = std::collections::HashMap::with_hasher(foldhash::fast::FixedState::default());
+        for (i, e) in OPS.iter().enumerate() {
+            m.entry((e.dialect == Onnx, e.op)).or_insert(i);
+        }
+        m
+    });
+    index
+        .get(&(dialect == Onnx, node.op_type.as_str()))
+        .map(|&i| &OPS[i])
 }
 
 #[cfg(test)]

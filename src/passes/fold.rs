@@ -172,7 +172,7 @@ fn known_value(
     model: &Model,
     ix: NodeIndex,
     limit: u64,
-    facts: &mut Option<crate::shape::Facts>,
+    facts: &mut Option<Option<crate::shape::Facts>>,
 ) -> Option<Tensor> {
     let graph = model.graph();
     let n = graph.node(ix);
@@ -181,10 +181,41 @@ fn known_value(
     }
     let format = model.format();
     registry::lookup(n, format)?;
+    // Only integer values are taken from the facts: a node whose output, or whose first
+    // input, is declared of another type is passed over before the facts are computed (the
+    // propagation costs a whole `infer`, which a graph of float slices must not pay).
+    let integer = |t: Option<crate::ir::DType>| {
+        t.is_none_or(|d| d.is_index_type() || d == crate::ir::DType::Bool)
+    };
+    let first_input = graph
+        .input(ix, 0)
+        .and_then(|o| graph.node(o.node).outputs.get(o.port))
+        .and_then(|v| v.ty.dtype);
+    if !integer(n.outputs[0].ty.dtype) || !integer(first_input) {
+        return None;
+    }
     if facts.is_none() {
-        *facts = Some(crate::shape::propagate(model).ok()?);
+        // The facts know whole values where the sizes are pinned (`--dim`, `--input-shape`,
+        // static inputs). With a graph input whose dims are not all known, a value the fold
+        // table cannot evaluate is in practice symbolic (a `Shape` of that input), and the
+        // propagation would cost a whole `infer` for nothing: it is not run.
+        let pinned = graph.g.node_weights().all(|w| {
+            w.kind != NodeKind::Input
+                || w.outputs.iter().all(|v| {
+                    v.ty.shape.as_ref().is_some_and(|s| {
+                        s.iter()
+                            .all(|d| matches!(d, crate::ir::DeclaredDim::Known(_)))
+                    })
+                })
+        });
+        *facts = Some(if pinned {
+            crate::shape::propagate(model).ok()
+        } else {
+            None
+        });
     }
     let fact = facts
+        .as_ref()?
         .as_ref()?
         .get(crate::ir::OutletId { node: ix, port: 0 });
     let dtype = fact.dtype?;
@@ -309,7 +340,9 @@ pub(crate) fn run_listing(
     let opset = model.onnx_opset();
     // Shape facts, computed the first time a node of the table does not evaluate (issue 43:
     // a value the inference knows as constant folds even when its inputs are not constants).
-    let mut facts: Option<crate::shape::Facts> = None;
+    // Decided once: `Some(None)` when they are not computed (inputs not pinned, see
+    // `known_value`).
+    let mut facts: Option<Option<crate::shape::Facts>> = None;
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
             continue;
