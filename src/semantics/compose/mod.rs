@@ -99,42 +99,10 @@ fn norm_sel(start: i128, step: i128, len: i128) -> (i128, i128, i128) {
     }
 }
 
-/// `(start, len)` of a range on an axis of size `d` (the rule of `resolve`, on one axis;
-/// cross-checked against `resolve_concrete` in the tests).
+/// `(start, len)` of a range on an axis of size `d`: `resolve`'s own rule for one axis
+/// (`None` for a run-time bound).
 fn range1(d: i128, b: Bound, e: Bound, s: i64, clamp: Clamp) -> Option<(i128, i128)> {
-    let idx = |v: Bound| match v {
-        Bound::Index(v) => Some(Some(v as i128)),
-        Bound::Edge => Some(None),
-        Bound::Dynamic => None,
-    };
-    let (b, e, s) = (idx(b)?, idx(e)?, s as i128);
-    let norm = |v: i128| if v < 0 { v + d } else { v };
-    if s > 0 {
-        let start = b.map_or(0, |v| norm(v).clamp(0, d));
-        let stop = e.map_or(d, |v| norm(v).clamp(0, d));
-        let len = if stop > start {
-            (stop - start + s - 1) / s
-        } else {
-            0
-        };
-        Some((start, len))
-    } else {
-        let m = -s;
-        let start = match b {
-            None => d - 1,
-            Some(v) => match clamp {
-                Clamp::Tf => norm(v).clamp(-1, d - 1),
-                Clamp::Ov => norm(v).max(0).min(d - 1),
-            },
-        };
-        let stop = e.map_or(-1, |v| norm(v).clamp(-1, d - 1).max(-1));
-        let len = if start > stop {
-            (start - stop + m - 1) / m
-        } else {
-            0
-        };
-        Some((start, len))
-    }
+    super::resolve::range_concrete(d, b, e, s, clamp).ok()
 }
 
 fn in_range(i: i64, d: i128) -> bool {

@@ -60,8 +60,8 @@ impl ResolvedAxis {
     }
 }
 
-/// `(start, len)` of a range on a concrete axis of size `d`.
-fn range_concrete(
+/// `(start, len)` of a range on a concrete axis of size `d` (also `compose`'s rule for one axis).
+pub(super) fn range_concrete(
     d: i128,
     begin: Bound,
     end: Bound,
