@@ -269,9 +269,31 @@ SERIES = {
 }
 
 
-def scaling(binary, bench_dir, manifest, reps, timeout, series="nodes"):
+def scan_floor(floor, paths, timeout):
+    """Runs `examples/scan_floor` (binary `floor`) over `paths`; returns {model file name:
+    (records ns/node, records+inputs ns/node)} from its table, or {} when it fails."""
+    try:
+        out = subprocess.run([floor] + list(paths), capture_output=True, text=True,
+                             timeout=timeout * len(paths)).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    got = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[0] not in ("model", "---"):
+            try:
+                got[cells[0]] = (float(cells[2]), float(cells[4]))
+            except ValueError:
+                pass
+    return got
+
+
+def scaling(binary, bench_dir, manifest, reps, timeout, series="nodes", floor=None):
     """Per-step seconds for a model series (`SERIES`): run A = default passes (load, infer, fold,
-    cleanup, save), run B = `raise,lower` (every Slice raised to StridedSlice and lowered back)."""
+    cleanup, save), run B = `raise,lower` (every Slice raised to StridedSlice and lowered back).
+    With `floor` (the `scan_floor` example's binary), the memory floor is measured over the
+    same models right after, and each step's growth is compared with the floor's (issue 44,
+    acceptance 3: a step's per-node growth at most 1.2x the floor's records growth)."""
     runs = [["infer", "fold", "cleanup"], ["raise", "lower"]]
     steps = ["load", "infer", "fold", "cleanup", "raise", "lower", "save"]
     names = [n for n in SERIES[series] if n in manifest]
@@ -314,6 +336,13 @@ def scaling(binary, bench_dir, manifest, reps, timeout, series="nodes"):
         rm_outputs(out)
         table[name] = {"best": best, "totals": totals, "size": size}
         print("  scaling %s: %s" % (name, table[name]), file=sys.stderr)
+    floor_ns = {}
+    if floor:
+        got = scan_floor(floor, [os.path.join(bench_dir, n + ".onnx") for n in names], timeout)
+        floor_ns = {n: got[n + ".onnx"] for n in names if n + ".onnx" in got}
+        for n in floor_ns:
+            table[n]["floor_ns"] = floor_ns[n]
+        print("  scan_floor %s: %s" % (series, floor_ns), file=sys.stderr)
     lines = [
         "Two runs per model: `--passes infer,fold,cleanup` (the default; gives load, infer, "
         "fold, cleanup, save) and `--passes raise,lower` (every Slice raised to StridedSlice, "
@@ -322,9 +351,17 @@ def scaling(binary, bench_dir, manifest, reps, timeout, series="nodes"):
         "graph input/output. Flat per-node time = linear." % reps,
         "",
         "| step | " + " | ".join("%s (%d nodes)" % (n, table[n]["size"]) for n in names)
-        + " | largest / 1k, per node |",
-        "|---|" + "---:|" * len(names) + "---:|",
+        + " | largest / 1k, per node |" + (" / floor (records) growth |" if floor_ns else ""),
+        "|---|" + "---:|" * len(names) + "---:|" + ("---:|" if floor_ns else ""),
     ]
+    fl = [floor_ns.get(n) for n in names]
+    floor_growth = fl[-1][0] / fl[0][0] if len(fl) > 1 and fl[0] and fl[-1] else None
+    if floor_ns:
+        for k, label in ((0, "floor: records"), (1, "floor: records + inputs")):
+            cells = ["%.1f ns" % f[k] if f else "—" for f in fl]
+            g = fl[-1][k] / fl[0][k] if len(fl) > 1 and fl[0] and fl[-1] else None
+            lines.append("| %s (`scan_floor`) | %s | %s | |" % (
+                label, " | ".join(cells), "%.1f×" % g if g else "—"))
     for s in steps:
         cells = []
         per = []
@@ -339,14 +376,19 @@ def scaling(binary, bench_dir, manifest, reps, timeout, series="nodes"):
             per.append(us)
             cells.append("%.2f µs (%.3f s)" % (us, b[s]))
         last = next((p for p in reversed(per) if p), None)
-        ratio = "%.1f×" % (last / per[0]) if len(per) > 1 and per[0] and last else "—"
-        lines.append("| %s | %s | %s |" % (s, " | ".join(cells), ratio))
+        growth = last / per[0] if len(per) > 1 and per[0] and last else None
+        ratio = "%.1f×" % growth if growth else "—"
+        vs = ""
+        if floor_ns:
+            vs = " %s |" % ("%.2f×" % (growth / floor_growth) if growth and floor_growth else "—")
+        lines.append("| %s | %s | %s |%s" % (s, " | ".join(cells), ratio, vs))
     for key in ("infer,fold,cleanup", "raise,lower"):
         cells = []
         for n in names:
             t = table[n]["totals"].get(key)
             cells.append("%.3f s" % t if isinstance(t, float) else str(t))
-        lines.append("| whole run `%s` (wall) | %s | |" % (key, " | ".join(cells)))
+        lines.append("| whole run `%s` (wall) | %s | |%s" % (
+            key, " | ".join(cells), " |" if floor_ns else ""))
     return "\n".join(lines), table
 
 
@@ -368,6 +410,9 @@ def main():
     ap.add_argument("--models", default="nodes_1k.onnx,nodes_10k.onnx,nodes_100k.onnx,"
                     "nodes_100k.xml,big_1gb.onnx,big_1gb.xml,concat_100k.onnx")
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--floor", default=None, metavar="BINARY",
+                    help="the scan_floor example's binary (target/release/examples/scan_floor): "
+                    "the memory floor measured over each scaling series in the same run")
     args = ap.parse_args()
 
     manifest = json.load(open(os.path.join(args.bench_dir, "manifest.json")))
@@ -423,7 +468,7 @@ def main():
     scale_md, scale = [], {}
     for series in ([] if args.no_scaling else args.scaling.split(",")):
         md_part, table = scaling(args.binary, args.bench_dir, manifest, args.reps, args.timeout,
-                                 series)
+                                 series, args.floor)
         if md_part:
             scale_md.append("### `%s_*` series\n\n%s\n" % (series, md_part))
             scale.update(table)

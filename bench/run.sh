@@ -23,11 +23,12 @@ echo "== models in $BENCH_DIR" >&2
 "$PYTHON" "$here/gen_models.py" --out "$BENCH_DIR"
 
 echo "== cargo build --release" >&2
-(cd "$root" && cargo build --release --quiet)
+(cd "$root" && cargo build --release --quiet && cargo build --release --quiet --example scan_floor)
 bin="$CARGO_TARGET_DIR/release/slice-opt"
 
 echo "== benchmark" >&2
 args=(--bench-dir "$BENCH_DIR" --binary "$bin" --out "$here/RESULTS.md"
-      --reps "${REPS:-3}" --peer-reps "${PEER_REPS:-1}" --timeout "${TIMEOUT:-300}")
+      --reps "${REPS:-3}" --peer-reps "${PEER_REPS:-1}" --timeout "${TIMEOUT:-300}"
+      --floor "$CARGO_TARGET_DIR/release/examples/scan_floor")
 [ -n "${MODELS:-}" ] && args+=(--models "$MODELS")
 "$PYTHON" "$here/bench.py" "${args[@]}"
