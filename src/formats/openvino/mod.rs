@@ -31,7 +31,7 @@ mod write;
 pub mod xml;
 
 pub use bin_copy::BinCopy;
-use write::{stage_copying, write_parts, Out};
+use write::{stage_copying, stage_copying_releasing, write_parts, write_parts_releasing, Out};
 
 use std::collections::HashMap;
 use std::ops::Range;
@@ -416,11 +416,24 @@ impl OvModel {
             let source = self.bin_file.as_ref().and_then(|f| f.node);
             c.take(&bin_target, source, bin.len() as u64)
         });
+        // The pages of the `.bin` map that lazy constants are produced from are given back
+        // behind the writes when the map is the one `load` made (`bin_file` is set only
+        // there, with it).
+        let releasable = self.bin_file.is_some();
         let bin_tmp = match early {
+            Some(tmp) if releasable => {
+                // SAFETY: `bin` is the whole read-only map of the `.bin` `load` made.
+                unsafe { write_parts_releasing(&tmp, bin_out.skip(1), &bin, None)? };
+                tmp
+            }
             Some(tmp) => {
                 write_parts(&tmp, bin_out.skip(1), &bin, None)?;
                 tmp
             }
+            // SAFETY: as above.
+            None if releasable => unsafe {
+                stage_copying_releasing(&bin_target, bin_out, &bin, self.bin_file.as_ref())?
+            },
             None => stage_copying(&bin_target, bin_out, &bin, self.bin_file.as_ref())?,
         };
         let xml_out = pieces.iter().map(|p| match p {

@@ -62,12 +62,136 @@ pub(super) fn stage_copying<'a>(
     Ok(tmp)
 }
 
+/// [`stage_copying`], giving back the pages of `orig` that lazy bytes were produced from once
+/// the output has moved past them (see [`write_parts_releasing`]).
+///
+/// # Safety
+/// As [`write_parts_releasing`].
+pub(super) unsafe fn stage_copying_releasing<'a>(
+    target: &Path,
+    parts: impl Iterator<Item = Out<'a>>,
+    orig: &'a Bytes,
+    orig_file: Option<&FileId>,
+) -> Result<crate::formats::output::Staged> {
+    let tmp = crate::formats::output::Staged::new(target)?;
+    // SAFETY: passed on from the caller.
+    unsafe { write_parts_releasing(&tmp, parts, orig, orig_file)? };
+    Ok(tmp)
+}
+
 /// Writes `parts` to `tmp` from its current position (see [`stage_copying`]).
 pub(super) fn write_parts<'a>(
     tmp: &crate::formats::output::Staged,
     parts: impl Iterator<Item = Out<'a>>,
     orig: &'a Bytes,
     orig_file: Option<&FileId>,
+) -> Result<()> {
+    write_parts_with(tmp, parts, orig, orig_file, None)
+}
+
+/// [`write_parts`], giving back the pages of `orig` that lazy bytes (a folded slice of a
+/// weight) were produced from, behind the runs as they are produced: a save that folds most
+/// of a big `.bin` does not end up holding the whole `.bin` in its resident set (the pages
+/// stay in the page cache; a page read again is mapped again, with the same bytes).
+///
+/// # Safety
+/// `orig` must be a whole read-only shared map of a file (as [`OvModel::load`] maps the
+/// `.bin`) whose contents nothing changes while it is written: giving back a page of anything
+/// else (a heap buffer) would lose its contents.
+pub(super) unsafe fn write_parts_releasing<'a>(
+    tmp: &crate::formats::output::Staged,
+    parts: impl Iterator<Item = Out<'a>>,
+    orig: &'a Bytes,
+    orig_file: Option<&FileId>,
+) -> Result<()> {
+    write_parts_with(tmp, parts, orig, orig_file, Some(Releaser::new(orig)))
+}
+
+/// Pages of the map lazy runs were read from, given back behind the output (see
+/// [`write_parts_releasing`]).
+struct Releaser<'a> {
+    map: &'a [u8],
+    /// Offsets in `map` read since the pages were last given back: `(lowest, highest end)`.
+    span: Option<(usize, usize)>,
+    /// Bytes read since the pages were last given back.
+    read: usize,
+}
+
+/// Pages behind lazy runs are given back after about this many bytes were read.
+const RELEASE_EVERY: usize = 4 << 20;
+
+impl<'a> Releaser<'a> {
+    fn new(map: &'a [u8]) -> Releaser<'a> {
+        Releaser {
+            map,
+            span: None,
+            read: 0,
+        }
+    }
+
+    /// Notes that `b` was read (copied into the output buffer); every [`RELEASE_EVERY`]
+    /// bytes, gives back the pages read before `b`'s (those after it too, for runs read
+    /// back to front), keeping `b`'s own.
+    fn read(&mut self, b: &[u8]) {
+        let base = self.map.as_ptr() as usize;
+        let p = b.as_ptr() as usize;
+        if b.is_empty() || p < base || p - base + b.len() > self.map.len() {
+            // Not bytes of the map.
+            return;
+        }
+        let (start, end) = (p - base, p - base + b.len());
+        let (lo, hi) = match self.span {
+            Some((lo, hi)) => (lo.min(start), hi.max(end)),
+            None => (start, end),
+        };
+        self.span = Some((lo, hi));
+        self.read += b.len();
+        if self.read < RELEASE_EVERY {
+            return;
+        }
+        // Whole pages below `b`'s first page, and from the page after `b`'s last byte.
+        self.give_back(page_floor(lo), page_floor(start));
+        self.give_back(page_floor(end - 1) + PAGE, hi);
+        self.span = Some((start, end));
+        self.read = 0;
+    }
+
+    /// Gives back every page read since the last time (at the end of the writes).
+    fn finish(&mut self) {
+        if let Some((lo, hi)) = self.span.take() {
+            self.give_back(page_floor(lo), hi);
+        }
+        self.read = 0;
+    }
+
+    /// Gives back the pages of `map[from..to]` (`from` on a page boundary; the last page is
+    /// given back whole).
+    fn give_back(&self, from: usize, to: usize) {
+        if from >= to {
+            return;
+        }
+        if let Some(range) = self.map.get(from..to.min(self.map.len())) {
+            // SAFETY: `write_parts_releasing`'s caller vouched that `map` is a whole read-only
+            // shared file map; `from` is a multiple of the page size and the map starts on a
+            // page.
+            unsafe { crate::formats::fs::release_resident_range(range) };
+        }
+    }
+}
+
+const PAGE: usize = 4096;
+
+fn page_floor(off: usize) -> usize {
+    off / PAGE * PAGE
+}
+
+/// [`write_parts`], with `release` given (see [`write_parts_releasing`]).
+fn write_parts_with<'a>(
+    tmp: &crate::formats::output::Staged,
+    parts: impl Iterator<Item = Out<'a>>,
+    orig: &'a Bytes,
+    orig_file: Option<&FileId>,
+    mut release: Option<Releaser<'_>>,
 ) -> Result<()> {
     const FLUSH_AT: usize = 1 << 20;
     let io = |source| Error::Io {
@@ -96,6 +220,9 @@ pub(super) fn write_parts<'a>(
                                 let room = FLUSH_AT.saturating_sub(buf.len()).max(1);
                                 let (now, rest) = run.split_at(room.min(run.len()));
                                 buf.extend_from_slice(now);
+                                if let Some(r) = release.as_mut() {
+                                    r.read(now);
+                                }
                                 run = rest;
                                 if buf.len() >= FLUSH_AT {
                                     result = sink.flush_buf(&mut buf, FLUSH_AT);
@@ -118,6 +245,9 @@ pub(super) fn write_parts<'a>(
                     sink.flush_buf(&mut buf, FLUSH_AT)?;
                 }
             }
+        }
+        if let Some(r) = release.as_mut() {
+            r.finish();
         }
         sink.data(buf)
     })

@@ -8,6 +8,43 @@ use crate::ir::Lazy;
 /// smallest lazy slice).
 const LAZY_MIN: usize = crate::ops::eval::slice::LAZY_MIN;
 
+/// How many first bytes of a big new constant are kept to compare it with the next ones (as
+/// many as `Lazy::same_as` compares first).
+const HEAD: usize = 4096;
+
+/// A big new constant of the written `.bin` (see `Writer::big`).
+struct BigConst {
+    data: TensorData,
+    offset: u64,
+    /// Its length and first [`HEAD`] bytes, produced once: a constant whose length or first
+    /// bytes differ is not the same, and is told apart without producing anything again
+    /// (`half_kept.xml`'s 32 folded weights were each produced from their first run to their
+    /// last for every comparison: 992 walks of 16,384 runs).
+    len: usize,
+    head: Vec<u8>,
+}
+
+impl BigConst {
+    fn new(data: TensorData, offset: u64) -> BigConst {
+        let (len, head) = match &data {
+            TensorData::Lazy(l) => (l.len(), l.prefix(HEAD)),
+            TensorData::Raw(b) => (b.len(), b[..HEAD.min(b.len())].to_vec()),
+            TensorData::Strings(_) => (0, Vec::new()),
+        };
+        BigConst {
+            data,
+            offset,
+            len,
+            head,
+        }
+    }
+
+    /// False when the constant's bytes cannot be `(len, head)`'s (see [`BigConst::head`]).
+    fn may_be(&self, len: usize, head: &[u8]) -> bool {
+        self.len == len && self.head == head
+    }
+}
+
 /// Builds the changed document and `.bin`.
 pub(super) struct Writer<'a> {
     m: &'a OvModel,
@@ -25,7 +62,7 @@ pub(super) struct Writer<'a> {
     /// `crate::ir::Lazy`) and new ones of at least `LAZY_MIN` bytes, with their offsets: a
     /// lazy constant is shared with a new constant of the same bytes as `appended` shares
     /// the others, compared as produced.
-    big: Vec<(TensorData, u64)>,
+    big: Vec<BigConst>,
     /// Constants whose data is their original range's bytes: that (original) range.
     reused: HashMap<NodeIndex, (u64, u64)>,
     unit: String,
@@ -595,19 +632,21 @@ impl<'a> Writer<'a> {
             return Some(offset);
         }
         if data.len() >= LAZY_MIN {
-            let same = |d: &TensorData| match d {
-                TensorData::Lazy(l) => l.same_as(&data),
+            let head = &data[..HEAD.min(data.len())];
+            let same = |b: &BigConst| match &b.data {
+                TensorData::Lazy(l) => b.may_be(data.len(), head) && l.same_as(&data),
                 _ => false,
             };
-            if let Some(&(_, offset)) = self.big.iter().find(|(d, _)| same(d)) {
-                return Some(offset);
+            if let Some(b) = self.big.iter().find(|b| same(b)) {
+                return Some(b.offset);
             }
         }
         let offset = self.bin_len;
         self.bin_len = self.bin_len.checked_add(data.len() as u64)?;
         self.appended.insert(data.clone(), offset);
         if data.len() >= LAZY_MIN {
-            self.big.push((TensorData::Raw(data.clone()), offset));
+            self.big
+                .push(BigConst::new(TensorData::Raw(data.clone()), offset));
         }
         self.new_parts.push(data);
         Some(offset)
@@ -616,17 +655,22 @@ impl<'a> Writer<'a> {
     /// [`Writer::append_bin`] for lazy bytes: appended as a placeholder the `.bin` writer
     /// produces them for (see `crate::ir::Lazy::placeholder`).
     fn append_lazy(&mut self, l: &Lazy) -> Option<u64> {
-        let same = |d: &TensorData| match d {
+        let new = BigConst::new(TensorData::Lazy(l.clone()), 0);
+        // The same producer makes the same bytes; other constants are compared as produced
+        // only when their lengths and first bytes are the same.
+        let same = |b: &BigConst| match &b.data {
+            TensorData::Lazy(o) if std::sync::Arc::ptr_eq(l.producer(), o.producer()) => true,
+            _ if !b.may_be(new.len, &new.head) => false,
             TensorData::Lazy(o) => l.same_as_lazy(o),
             TensorData::Raw(b) => l.same_as(b),
             TensorData::Strings(_) => false,
         };
-        if let Some(&(_, offset)) = self.big.iter().find(|(d, _)| same(d)) {
-            return Some(offset);
+        if let Some(b) = self.big.iter().find(|b| same(b)) {
+            return Some(b.offset);
         }
         let offset = self.bin_len;
         self.bin_len = self.bin_len.checked_add(l.len() as u64)?;
-        self.big.push((TensorData::Lazy(l.clone()), offset));
+        self.big.push(BigConst { offset, ..new });
         self.new_parts.push(l.placeholder());
         Some(offset)
     }
