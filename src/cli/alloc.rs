@@ -118,8 +118,8 @@ pub fn purge_freed_memory_early() {
 /// mimalloc asks for huge pages on its arenas; a 2 MiB page is resident as soon as one byte of
 /// it is written, so the peak counted every part-used page whole, and a purge (see
 /// [`purge_freed_memory_early`]) split and gave back pages that were then faulted in again.
-/// Measured on wide_sym_100k.onnx: peak RSS 226 -> 216 MiB (bench/RESULTS.md, issue 44).
-/// Nothing to do elsewhere.
+/// Measured on wide_sym_100k.onnx: peak RSS 217 -> 209 MiB, CPU time 3-28 % lower depending on
+/// the machine's state (bench/RESULTS.md, issue 44 acceptance 2). A no-op elsewhere.
 pub fn no_transparent_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: sets a flag of the calling process; no pointer is passed.
