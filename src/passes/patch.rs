@@ -193,6 +193,17 @@ impl Patch {
             && self.add.as_ref().map_or(true, |a| a.nodes.is_empty())
     }
 
+    /// The patch that adds `add`, the last of which takes the place of `old` (see
+    /// [`Patch::replace`]).
+    pub fn replacing(old: NodeIndex, add: NewNodes) -> Patch {
+        let last = add.nodes.len().checked_sub(1);
+        Patch {
+            replace: last.map(|k| (old, k)).into_iter().collect(),
+            add: Some(add),
+            ..Patch::default()
+        }
+    }
+
     /// A patch that changes nothing and reports `node` as left alone because of `why`.
     pub fn skip(graph: &Graph, node: NodeIndex, why: impl Into<String>) -> Patch {
         let n = graph.node(node);
