@@ -190,7 +190,7 @@ impl Patch {
         self.shunts.is_empty()
             && self.remove.is_empty()
             && self.replace.is_empty()
-            && self.add.as_ref().map_or(true, |a| a.nodes.is_empty())
+            && self.add.as_ref().is_none_or(|a| a.nodes.is_empty())
     }
 
     /// The patch that adds `add`, the last of which takes the place of `old` (see

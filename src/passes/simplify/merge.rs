@@ -62,11 +62,11 @@ fn merge(
     // Try the plan's op first with the target clamping; a plan with new or shrunk axes needs
     // a StridedSlice.
     let mut emit = Emit::choose(format, &[inner_op, d.op], true, opset);
-    let mut plan = emit.clone().and_then(|e| composed(e));
+    let mut plan = emit.clone().and_then(&composed);
     if let Ok(p) = &plan {
         if !ranges_only(p) {
             emit = Emit::choose(format, &[inner_op, d.op], false, opset);
-            plan = emit.clone().and_then(|e| composed(e));
+            plan = emit.clone().and_then(&composed);
         }
     }
     let (emit, plan) = (emit?, plan?);
