@@ -306,3 +306,44 @@ fn infer_reads_loop_outputs() {
     let after = change.after.clone().unwrap_or_default();
     assert!(after.contains("d0") && after.ends_with(", 4]"), "{after}");
 }
+
+/// After zero iterations no iteration gives a scan output's per-iteration shape. The ONNX spec
+/// does not say what it is then; ONNX Runtime and OpenVINO (measured by
+/// `tools/gen_loop_zero_trip.py`, stored in `tests/data/subgraph/loop_zero_trip.expected.json`)
+/// both give `[0] + ` the body's shape with every dim that is not a number replaced by 0:
+/// `scan_c` (`[B, 3]` per iteration) is `[0, 0, 3]` at `S = 0`, `B = 2`. Every dim we write for
+/// the scan outputs and the final carried value must evaluate to both runtimes' size at every
+/// measured `(B, S)`, zero iterations included; none may be left unknown (each is exact in
+/// both runtimes at every size).
+#[test]
+fn scan_outputs_after_zero_iterations_match_both_runtimes() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/subgraph");
+    let m = Model::load(&dir.join("loop_zero_trip.onnx")).expect("load");
+    let text = std::fs::read_to_string(dir.join("loop_zero_trip.expected.json")).expect("json");
+    let expected: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let sizes = expected["sizes"].as_array().expect("sizes");
+    assert!(sizes.iter().any(|s| s["S"] == 0), "a zero-iteration size");
+    for name in ["s_final", "scan_c", "scan_x", "scan_k"] {
+        let ours = shape_of(&m, name).expect("rank known");
+        let printed: Vec<String> = ours.iter().map(ToString::to_string).collect();
+        for size in sizes {
+            let binding: std::collections::HashMap<String, i64> = ["B", "S"]
+                .iter()
+                .map(|k| (k.to_string(), size[*k].as_i64().expect("size")))
+                .collect();
+            let got: Vec<Option<i64>> = ours.iter().map(|d| d.eval(&binding)).collect();
+            for runtime in ["onnxruntime", "openvino"] {
+                let want: Vec<Option<i64>> = size[runtime][name]
+                    .as_array()
+                    .expect("shape")
+                    .iter()
+                    .map(serde_json::Value::as_i64)
+                    .collect();
+                assert_eq!(
+                    got, want,
+                    "{name} at {binding:?}: ours {printed:?}, {runtime} {want:?}"
+                );
+            }
+        }
+    }
+}

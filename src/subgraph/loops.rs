@@ -16,6 +16,14 @@
 //!   iteration: the body's facts hold for every iteration). A dim over a symbol that neither
 //!   the node's inputs nor the values it reads from outside carry (one only the body
 //!   declares) is left unknown.
+//! - After zero iterations no iteration gives that shape, and the spec does not say what it
+//!   is. ONNX Runtime and OpenVINO (measured: `tools/gen_loop_zero_trip.py`) both give every
+//!   per-iteration dim that is not a number as 0 (`[0, 0, 3]` for a `[batch, 3]` value), so
+//!   such a dim `d` is written `d*r`, `r` being 1 if an iteration runs, else 0: `min(M, 1)`
+//!   when the first condition is true whenever `M >= 1` (the Keras GRU's loop, whose count
+//!   is not known exactly), `min(iterations, 1)` otherwise (`d` when an iteration provably
+//!   runs; an interval from 0 when that is not known). (ONNX Runtime gives a rank-1 `[0]` when
+//!   its own inference does not find the body value's shape; not followed here.)
 //! - `iterations` is `max(M, 0)` only when no iteration can end the loop early: the first
 //!   condition is true whenever `M >= 1`, and the body's `cond_out` of iteration `i` is true
 //!   for every `i <= M - 2` (proved by [`Prover`]: a condition passed through, a constant
@@ -369,7 +377,7 @@ fn loop_outputs(
     }
     let out_src = |k: usize| outs.get(&k).and_then(|&o| g.input(o, 0));
     let passes_through = |k: usize| matches!((out_src(1 + k), ins.get(&(2 + k))), (Some(s), Some(&n)) if s.node == n && s.port == 0);
-    let iterations = iterations(
+    let (iterations, ran) = iterations(
         graph, facts, ix, &inputs, g, &bfacts, &ins, &out_src, n_carried,
     );
     let mut out = Vec::with_capacity(n_out);
@@ -389,6 +397,8 @@ fn loop_outputs(
             value: None,
         });
     }
+    // `ran` is 1 if an iteration runs, else 0: a scan output's per-iteration dim that is not
+    // a number is 0 after zero iterations (see the module documentation).
     for j in 0..n_scan {
         let f = out_src(1 + n_carried + j)
             .map(|o| bfacts.get(o).clone())
@@ -400,9 +410,10 @@ fn loop_outputs(
                 Dim::unknown()
             }
         };
+        let per_iteration = |d: Dim| if d.is_known() { d } else { d.mul(&ran) };
         let shape = f.shape.map(|s| {
             std::iter::once(iterations.clone())
-                .chain(s.into_iter().map(outer_only))
+                .chain(s.into_iter().map(outer_only).map(per_iteration))
                 .collect()
         });
         out.push(Fact {
@@ -468,7 +479,8 @@ fn carried_counter(
     })
 }
 
-/// How many iterations the `Loop` node `ix` runs (see the module documentation).
+/// How many iterations the `Loop` node `ix` runs, and whether any does (1, or 0 after zero
+/// iterations; see the module documentation).
 #[allow(clippy::too_many_arguments)]
 fn iterations(
     graph: &Graph,
@@ -480,18 +492,19 @@ fn iterations(
     ins: &FastMap<usize, NodeIndex>,
     out_src: &dyn Fn(usize) -> Option<OutletId>,
     n_carried: usize,
-) -> Dim {
+) -> (Dim, Dim) {
+    let unsure = || Dim::unknown_bounded(0, Some(1));
     let scalar = |f: &Fact| match f.value.as_deref() {
         Some([d]) if !d.is_unknown() => Some(d.clone()),
         _ => None,
     };
     // No trip count: only the condition ends the loop.
     let Some(m) = graph.input(ix, 0).and_then(|_| scalar(&inputs[0])) else {
-        return Dim::unknown();
+        return (Dim::unknown(), unsure());
     };
     let m = m.max(&Dim::known(0));
     let at_most = match m.as_known() {
-        Some(0) => return Dim::known(0),
+        Some(0) => return (Dim::known(0), Dim::known(0)),
         Some(k) => Dim::unknown_bounded(0, Some(k)),
         None => Dim::unknown(),
     };
@@ -510,11 +523,13 @@ fn iterations(
         .is_true(c, 0),
     };
     if !first {
-        return at_most;
+        return (at_most, unsure());
     }
+    // The first iteration runs whenever M >= 1.
+    let ran = m.min(&Dim::known(1));
     // The body's condition at every iteration i <= M - 2, whenever M >= 2.
     let Some(cond_out) = out_src(0) else {
-        return at_most;
+        return (at_most, ran);
     };
     let mut leaves = FastMap::default();
     if let Some(&n) = ins.get(&0) {
@@ -547,8 +562,8 @@ fn iterations(
     }
     .is_true(cond_out, 0);
     if body_true {
-        m
+        (m, ran)
     } else {
-        at_most
+        (at_most, ran)
     }
 }
