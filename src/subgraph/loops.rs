@@ -112,6 +112,14 @@ impl Aff {
     fn at(&self, i: &Dim) -> Dim {
         self.base.add(&i.mul_const(self.coef))
     }
+
+    /// `self + c`.
+    fn shift(&self, c: i64) -> Aff {
+        Aff {
+            base: self.base.add_const(c),
+            coef: self.coef,
+        }
+    }
 }
 
 /// Proves that a boolean value is true, for every iteration `i` in `[0, last]` (no `last`:
@@ -195,11 +203,48 @@ impl Prover<'_> {
         }
     }
 
-    /// `b - a >= c` at every `i` of the range (affine: at both ends).
+    /// `b - a >= c` at every `i` of the range (affine: at both ends). One side may be a cast
+    /// of an integer to a float type that does not keep every value (tf2onnx's
+    /// `Less(0.0, Cast<float>(M))`): rounding is monotone, so `B >= A + c` gives
+    /// `float(B) >= float(A + c) = A + c` when `A + c` is exact in that type (and `A <= B - c`
+    /// gives `float(A) <= B - c` when `B - c` is).
     fn holds(&self, a: OutletId, b: OutletId, c: i64, depth: usize) -> bool {
-        let (Some(a), Some(b)) = (self.aff(a, depth), self.aff(b, depth)) else {
-            return false;
-        };
+        match (self.aff(a, depth), self.aff(b, depth)) {
+            (Some(a), Some(b)) => self.apart(&a, &b, c),
+            (Some(a), None) => self.rounded(b, depth).is_some_and(|(b, lo, hi)| {
+                self.apart(&a, &b, c) && self.within(&a.shift(c), lo, hi)
+            }),
+            (None, Some(b)) => self.rounded(a, depth).is_some_and(|(a, lo, hi)| {
+                self.apart(&a, &b, c) && self.within(&b.shift(-c), lo, hi)
+            }),
+            (None, None) => false,
+        }
+    }
+
+    /// The integer a cast to a float type rounds (`Cast<float>(x)`, `x` affine), with the
+    /// integers that type keeps exactly.
+    fn rounded(&self, o: OutletId, depth: usize) -> Option<(Aff, i64, i64)> {
+        let n = self.graph.node(o.node);
+        if n.kind != NodeKind::Op
+            || n.op_type != "Cast"
+            || !(n.domain.is_empty() || n.domain == "ai.onnx")
+        {
+            return None;
+        }
+        let from = self.graph.input(o.node, 0)?;
+        if !self.facts.get(from).dtype.is_some_and(DType::is_index_type) {
+            return None;
+        }
+        let to = DType::from_onnx_code(i32::try_from(n.attr_int("to")?).ok()?)?;
+        if !matches!(to, DType::F64 | DType::F32 | DType::F16 | DType::BF16) {
+            return None;
+        }
+        let (lo, hi) = exact_range(to)?;
+        Some((self.aff(from, depth + 1)?, lo, hi))
+    }
+
+    /// `b - a >= c` at every `i` of the range, `a` and `b` exact.
+    fn apart(&self, a: &Aff, b: &Aff, c: i64) -> bool {
         let d = Aff {
             base: b.base.sub(&a.base),
             coef: match b.coef.checked_sub(a.coef) {
@@ -224,6 +269,12 @@ impl Prover<'_> {
             return Some(Aff { base: v, coef: 0 });
         }
         let n = self.graph.node(o.node);
+        if let NodeKind::Const(t) = &n.kind {
+            return integral_float(t).map(|v| Aff {
+                base: Dim::known(v),
+                coef: 0,
+            });
+        }
         if n.kind != NodeKind::Op || !(n.domain.is_empty() || n.domain == "ai.onnx") {
             return None;
         }
@@ -279,6 +330,22 @@ impl Prover<'_> {
             l.is_some_and(|l| l >= lo) && h.is_some_and(|h| h <= hi)
         })
     }
+}
+
+/// The value of a one-element `float32` / `float64` constant that is an integer the type
+/// keeps exactly (tf2onnx's `0.0` a loop's first condition compares with).
+fn integral_float(t: &crate::ir::Tensor) -> Option<i64> {
+    if t.element_count()? != 1 {
+        return None;
+    }
+    let raw = t.raw()?;
+    let v = match t.dtype {
+        DType::F32 => f64::from(f32::from_le_bytes(raw.get(..4)?.try_into().ok()?)),
+        DType::F64 => f64::from_le_bytes(raw.get(..8)?.try_into().ok()?),
+        _ => return None,
+    };
+    let (lo, hi) = exact_range(t.dtype)?;
+    (v.fract() == 0.0 && v >= lo as f64 && v <= hi as f64).then_some(v as i64)
 }
 
 /// The integers a cast to `to` keeps exactly (from an integer type), as `[lo, hi]`.
