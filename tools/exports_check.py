@@ -10,11 +10,16 @@ the model (the static dims of a sliced table, constant starts/ends, up to 4096: 
 is tried at seq = 65), where a slice is observed on the part of the model that computes it (the
 model itself may fail further on: the position table's Add). A dim that holds only for sizes >= 1 or
 below such a threshold (`seq` for `wpe[:seq]`) is judged wrong there; extra sizes run in a child
-process (ONNX Runtime's LSTM aborts the process at batch = 0).
+process (ONNX Runtime's LSTM aborts the process at batch = 0). At an extra size where ONNX Runtime
+fails the whole ONNX model (or aborts), OpenVINO reading the ONNX file itself (CPU, f32) judges it
+where it runs the whole model (the Keras LSTM exports at seq = 0: ONNX Runtime stops at the Squeeze
+of `y[:, -1]`, OpenVINO runs them); a dim is right only if it is right at every judged size in
+every runtime that ran the model (or, past a threshold, the slice's part of it) there.
 
 For every top-level Slice / StridedSlice output dim:
-  truth      the size ONNX Runtime (ONNX) / OpenVINO CPU, f32 (IR) gives it at each assignment: the
-             slice outputs are made graph outputs (ONNX) / results (IR) of a copy of the model;
+  truth      the size ONNX Runtime (ONNX; OpenVINO too where ONNX Runtime fails, see above) /
+             OpenVINO CPU, f32 (IR) gives it at each assignment: the slice outputs are made graph
+             outputs (ONNX) / results (IR) of a copy of the model;
   slice-opt  `slice-opt check MODEL --format json` (`inferred` column: `5`, `seq - 1`, `(N + 1) / 2`
              with `/` a floor division, `min(..)`, intervals `lo..hi`, `?`);
   ONNX only: ONNX Runtime's symbolic shape inference (`SymbolicShapeInference.infer_shapes`,
