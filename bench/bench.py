@@ -413,6 +413,8 @@ def main():
     ap.add_argument("--floor", default=None, metavar="BINARY",
                     help="the scan_floor example's binary (target/release/examples/scan_floor): "
                     "the memory floor measured over each scaling series in the same run")
+    ap.add_argument("--peers", default=None, metavar="NAME,NAME",
+                    help="run only these peers (e.g. 'onnx.load+onnx.save'); default: all")
     args = ap.parse_args()
 
     manifest = json.load(open(os.path.join(args.bench_dir, "manifest.json")))
@@ -434,6 +436,8 @@ def main():
         tools, skip = [], {}
         for tool, mk in tools_for(inp, args.binary):
             if args.skip_peers and tool not in OURS:
+                continue
+            if args.peers is not None and tool not in OURS and tool not in args.peers.split(","):
                 continue
             tools.append((tool, mk(inp, out), tool in OURS))
             if tool == "slice-opt":
