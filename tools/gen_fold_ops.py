@@ -166,6 +166,45 @@ def facts_cases():
     return out
 
 
+def if_cases():
+    """Issue 43: an `If` whose condition folds (Equal of a dim of a fixed-size input) is replaced
+    by the branch it takes, which folds in turn. The branches read an outer initializer and name
+    their values like each other's (`t`, `u`)."""
+    x = helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(np.dtype(F)), [2, 3])
+    a = numpy_helper.from_array(a_([1.5, 2.5, 3.5], F), "a")
+    c = lambda n, v, dt=I64: helper.make_node("Constant", [], [n], value=numpy_helper.from_array(a_(v, dt)))  # noqa: E731
+
+    def branch(name, nodes, out):
+        return helper.make_graph(nodes, name, [], [onnx.ValueInfoProto(name=out)])
+
+    then_b = branch("then", [c("t", [10.0, 20.0, 30.0], F), helper.make_node("Add", ["a", "t"], ["u"])], "u")
+    else_b = branch("else", [c("t", [2.0, 2.0, 2.0], F), helper.make_node("Mul", ["a", "t"], ["u"])], "u")
+    out = []
+    for name, want in [("if_then", 2), ("if_else", 3)]:
+        nodes = [
+            helper.make_node("Shape", ["x"], ["s"]),
+            c("zero", 0),
+            helper.make_node("Gather", ["s", "zero"], ["d0"], axis=0),
+            c("want", want),
+            helper.make_node("Equal", ["d0", "want"], ["cond"]),
+            helper.make_node("If", ["cond"], ["y"], name="the_if", then_branch=then_b, else_branch=else_b),
+        ]
+        m = helper.make_model(helper.make_graph(nodes, name, [x], [onnx.ValueInfoProto(name="y")], initializer=[a]),
+                              opset_imports=[helper.make_opsetid("", 13)])
+        m.ir_version = 8
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        sess = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        (y,) = sess.run(None, {"x": np.zeros((2, 3), F)})
+        onnx.save(m, os.path.join(OUT, f"{name}.onnx"))
+        out.append((f"{name}.onnx", y))
+    return out
+
+
+def a_(v, dt):
+    return np.array(v, dtype=dt)
+
+
 def ov_cases():
     import openvino as ov
     import openvino.opset13 as ops
@@ -215,6 +254,8 @@ def main():
     for name, op, inputs, attrs in ONNX_CASES:
         record(f"{name}.onnx", onnx_case(name, op, inputs, attrs))
     for fname, y in facts_cases():
+        record(fname, y)
+    for fname, y in if_cases():
         record(fname, y)
     cases, ov = ov_cases()
     core = ov.Core()
