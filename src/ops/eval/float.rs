@@ -29,7 +29,9 @@ pub fn is_float(d: DType) -> bool {
 }
 
 /// An element type this family computes in.
-trait Elem: Copy + PartialOrd + std::fmt::Debug {
+trait Elem:
+    Copy + PartialOrd + std::fmt::Debug + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self>
+{
     const W: usize;
     fn read(b: &[u8]) -> Self;
     fn write(self, out: &mut Vec<u8>);
@@ -213,10 +215,7 @@ pub fn unary(t: &Tensor, op: FUn, limit: u64) -> Result<Tensor, EvalError> {
     }
 }
 
-fn range_in<E: Elem>(dtype: DType, s: E, e: E, d: E, limit: u64) -> Result<Tensor, EvalError>
-where
-    E: std::ops::Sub<Output = E> + std::ops::Add<Output = E>,
-{
+fn range_in<E: Elem>(dtype: DType, s: E, e: E, d: E, limit: u64) -> Result<Tensor, EvalError> {
     if d.to_f64() == 0.0 || [s, e, d].iter().any(|x| x.is_nan()) {
         return Err(EvalError::Invalid("Range with delta 0 or NaN".into()));
     }
