@@ -21,7 +21,7 @@ stops the folds after it); compares outputs (ONNX Runtime for ONNX, OpenVINO CPU
 IR) against the original model at those sizes; times both (wall, best of 3, whole process).
 
 Usage: /work/venv-exports/bin/python tools/fold_vs_onnxsim.py --bin target/debug/slice-opt
-           [--dir tests/data/exports] [--only SUBSTR] [--json FILE] [--runs 3] [-v]
+           [--dir tests/data/exports] [--only SUBSTR] [--ext .onnx|.xml] [--json FILE] [--runs 3] [-v]
 Needs onnx, onnxruntime, onnxsim (0.8.1, the newest on PyPI), openvino, numpy.
 """
 
@@ -374,6 +374,7 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--dir", default="tests/data/exports")
     ap.add_argument("--only", default="")
+    ap.add_argument("--ext", default="", help="only models whose file name ends so (.onnx, .xml)")
     ap.add_argument("--json")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("-v", action="store_true")
@@ -387,7 +388,8 @@ def main():
             manifest.update(json.load(f)["models"])
     rows = []
     for fname in sorted(manifest):
-        if args.only not in fname or not os.path.exists(os.path.join(args.dir, fname)):
+        if (args.only not in fname or not fname.endswith(args.ext)
+                or not os.path.exists(os.path.join(args.dir, fname))):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             try:
