@@ -399,5 +399,10 @@ pub(crate) fn run_listing(
         }
     }
     model.graph_mut().remove_edges(dead_inputs);
+    // An `If` whose condition is now a constant gives way to the branch it takes, which may
+    // fold in turn (`inline_if`; each round removes an `If`, so this ends).
+    if crate::passes::inline_if::run(model, report)? > 0 {
+        folded.extend(run_listing(model, limit, report)?);
+    }
     Ok(folded)
 }
