@@ -164,15 +164,140 @@ fn evaluate(model: &Model, ix: NodeIndex, limit: u64) -> std::result::Result<Ten
     })
 }
 
+/// Where [`known_value`] takes its facts from.
+enum FactsSource<'a> {
+    /// The facts of the `infer` run just before (the pipeline's): on any graph, symbolic too.
+    Given(&'a crate::shape::Facts),
+    /// Propagated by `fold` itself on first need, only on a graph whose inputs are pinned
+    /// (`None` before the decision, `Some(None)` when not computed).
+    Own(Option<Option<crate::shape::Facts>>),
+}
+
+impl FactsSource<'_> {
+    fn get(&mut self, model: &Model) -> Option<&crate::shape::Facts> {
+        match self {
+            FactsSource::Given(f) => Some(f),
+            FactsSource::Own(own) => {
+                if own.is_none() {
+                    // The facts know whole values where the sizes are pinned (`--dim`,
+                    // `--input-shape`, static inputs). With a graph input whose dims are not
+                    // all known, a value the fold table cannot evaluate is in practice
+                    // symbolic (a `Shape` of that input), and the propagation would cost a
+                    // whole `infer` for nothing: it is not run.
+                    let pinned = model.graph().g.node_weights().all(|w| {
+                        w.kind != NodeKind::Input
+                            || w.outputs.iter().all(|v| {
+                                v.ty.shape.as_ref().is_some_and(|s| {
+                                    s.iter()
+                                        .all(|d| matches!(d, crate::ir::DeclaredDim::Known(_)))
+                                })
+                            })
+                    });
+                    *own = Some(if pinned {
+                        crate::shape::propagate(model).ok()
+                    } else {
+                        None
+                    });
+                }
+                own.as_ref()?.as_ref()
+            }
+        }
+    }
+}
+
+/// Whether every element of a fact's value is one the runtime computes the same way in the
+/// value's element type: a known element within the type's range, an expression or unknown
+/// element whose finite bounds are within it, and never a constant beyond `i64` (the facts
+/// compute in `i128`, where the runtime wraps). A value that fails may differ from what the
+/// runtime computes, and so may anything computed from it ([`Wraps`]).
+fn value_fits(fact: &crate::shape::Fact) -> bool {
+    let Some(value) = &fact.value else {
+        return true;
+    };
+    let (lo, hi) = int_range(fact.dtype.unwrap_or(crate::ir::DType::I64));
+    value.iter().all(|e| {
+        if let Some(k) = e.as_known() {
+            return (lo..=hi).contains(&(k as i128));
+        }
+        if !e.is_unknown() && e.symbols().is_empty() {
+            // A constant expression that is not `Known`: beyond i64.
+            return false;
+        }
+        let (l, h) = e.bounds();
+        let within = |v: Option<i64>| v.is_none_or(|v| (lo..=hi).contains(&(v as i128)));
+        if !within(l) || !within(h) {
+            return false;
+        }
+        // An unbounded expression in a type narrower than 64 bits (`Cast` of a shape to
+        // int32): it must stay in range with every symbol at a large size, not only at its
+        // bounds (`d + INT32_MAX` has a lower bound in range and wraps at `d = 1`).
+        if h.is_none() && hi < i64::MAX as i128 {
+            let probe: std::collections::HashMap<String, i64> = e
+                .symbols()
+                .iter()
+                .map(|s| (s.name().to_string(), s.bounds().0.max(NARROW_PROBE)))
+                .collect();
+            return e
+                .eval(&probe)
+                .is_some_and(|v| (lo..=hi).contains(&(v as i128)));
+        }
+        true
+    })
+}
+
+/// The size every symbol takes when an unbounded value of a narrow integer type is checked for
+/// range ([`value_fits`]): 2^20, larger than any dim of the export corpus.
+const NARROW_PROBE: i64 = 1 << 20;
+
+/// The range of an integer (or boolean) element type, in `i128`.
+fn int_range(d: crate::ir::DType) -> (i128, i128) {
+    use crate::ir::DType::*;
+    match d {
+        Bool => (0, 1),
+        I8 => (i8::MIN as i128, i8::MAX as i128),
+        I16 => (i16::MIN as i128, i16::MAX as i128),
+        I32 => (i32::MIN as i128, i32::MAX as i128),
+        U8 => (0, u8::MAX as i128),
+        U16 => (0, u16::MAX as i128),
+        U32 => (0, u32::MAX as i128),
+        U64 => (0, u64::MAX as i128),
+        _ => (i64::MIN as i128, i64::MAX as i128),
+    }
+}
+
+/// The nodes whose facts may differ from what the runtime computes because a value on their
+/// path left its element type's range (see [`value_fits`]): decided in topological order, a
+/// node is marked when its own value does not fit or when one of its inputs is marked.
+#[derive(Default)]
+struct Wraps(crate::ir::FastSet<NodeIndex>);
+
+impl Wraps {
+    /// Decides node `ix` (every producer of its inputs decided before).
+    fn visit(&mut self, graph: &Graph, facts: &crate::shape::Facts, ix: NodeIndex) {
+        use petgraph::visit::EdgeRef;
+        let tainted = graph
+            .g
+            .edges_directed(ix, petgraph::Direction::Incoming)
+            .any(|e| self.0.contains(&e.source()))
+            || facts.outputs(ix).iter().any(|f| !value_fits(f));
+        if tainted {
+            self.0.insert(ix);
+        }
+    }
+}
+
 /// The value shape propagation knows for the one output of node `ix`, when every element is a
 /// known integer: a node of the fold table whose inputs are not all constants or whose input
-/// dims the file does not declare (a `Shape` or `Size` of a value whose dims inference knows). The facts are propagated once, on first need, from the graph
-/// as loaded: folding keeps every value, so they stay true while the pass folds.
+/// dims the file does not declare (a `Shape` or `Size` of a value whose dims inference knows,
+/// `Gather` of the one static dim of a symbolic shape). The facts hold for the graph as `fold`
+/// found it: folding keeps every value, so they stay true while the pass folds. A value on
+/// whose path an element left its type's range (`wraps`) is not taken.
 fn known_value(
     model: &Model,
     ix: NodeIndex,
     limit: u64,
-    facts: &mut Option<Option<crate::shape::Facts>>,
+    facts: &mut FactsSource,
+    wraps: &Wraps,
 ) -> Option<Tensor> {
     let graph = model.graph();
     let n = graph.node(ix);
@@ -180,7 +305,13 @@ fn known_value(
         return None;
     }
     let format = model.format();
-    registry::lookup(n, format)?;
+    // An op of the fold table, or a slice (a `Slice` of a `Shape` whose dims are static where it
+    // reads them).
+    if registry::lookup(n, format).is_none()
+        && slice_node::classify(graph, ix, format, model.onnx_opset()).is_none()
+    {
+        return None;
+    }
     // Only integer values are taken from the facts: a node whose output, or whose first
     // input, is declared of another type is passed over before the facts are computed (the
     // propagation costs a whole `infer`, which a graph of float slices must not pay).
@@ -194,32 +325,13 @@ fn known_value(
     if !integer(n.outputs[0].ty.dtype) || !integer(first_input) {
         return None;
     }
-    if facts.is_none() {
-        // The facts know whole values where the sizes are pinned (`--dim`, `--input-shape`,
-        // static inputs). With a graph input whose dims are not all known, a value the fold
-        // table cannot evaluate is in practice symbolic (a `Shape` of that input), and the
-        // propagation would cost a whole `infer` for nothing: it is not run.
-        let pinned = graph.g.node_weights().all(|w| {
-            w.kind != NodeKind::Input
-                || w.outputs.iter().all(|v| {
-                    v.ty.shape.as_ref().is_some_and(|s| {
-                        s.iter()
-                            .all(|d| matches!(d, crate::ir::DeclaredDim::Known(_)))
-                    })
-                })
-        });
-        *facts = Some(if pinned {
-            crate::shape::propagate(model).ok()
-        } else {
-            None
-        });
-    }
-    let fact = facts
-        .as_ref()?
-        .as_ref()?
-        .get(crate::ir::OutletId { node: ix, port: 0 });
+    let facts = facts.get(model)?;
+    let fact = facts.get(crate::ir::OutletId { node: ix, port: 0 });
     let dtype = fact.dtype?;
     if !(dtype.is_index_type() || dtype == crate::ir::DType::Bool) {
+        return None;
+    }
+    if wraps.0.contains(&ix) {
         return None;
     }
     let shape: Vec<u64> = fact
@@ -316,14 +428,17 @@ fn become_constant(
 
 /// Folds every foldable node of `model`, in topological order (so chains fold in one run).
 pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()> {
-    run_listing(model, limit, report).map(|_| ())
+    run_listing(model, limit, None, report).map(|_| ())
 }
 
 /// [`run`], also listing the nodes it folded (each became a constant in place, at the same
-/// index).
+/// index). `facts`: those of an `infer` run on the graph as it is (the pipeline's), from which
+/// a value the inference knows folds on a symbolic graph too; without them, `fold` propagates
+/// its own only on a graph whose inputs are pinned.
 pub(crate) fn run_listing(
     model: &mut Model,
     limit: u64,
+    facts: Option<&crate::shape::Facts>,
     report: &mut PassReport,
 ) -> Result<Vec<NodeIndex>> {
     let mut folded = Vec::new();
@@ -338,18 +453,27 @@ pub(crate) fn run_listing(
     // fresh memory).
     let mut dead_inputs = Vec::with_capacity(model.graph().g.edge_count());
     let opset = model.onnx_opset();
-    // Shape facts, computed the first time a node of the table does not evaluate (issue 43:
-    // a value the inference knows as constant folds even when its inputs are not constants).
-    // Decided once: `Some(None)` when they are not computed (inputs not pinned, see
-    // `known_value`).
-    let mut facts: Option<Option<crate::shape::Facts>> = None;
+    // Shape facts (issue 43: a value the inference knows as constant folds even when its
+    // inputs are not constants): the pipeline's, else computed the first time a node of the
+    // table does not evaluate, on a pinned graph only (see `FactsSource`).
+    let mut source = match facts {
+        Some(f) => FactsSource::Given(f),
+        None => FactsSource::Own(None),
+    };
+    // With given facts, the nodes whose value may have wrapped are tracked on every node, in
+    // order; the facts `fold` propagates itself are only for pinned graphs, where they are
+    // taken as before.
+    let mut wraps = Wraps::default();
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
             continue;
         }
+        if let FactsSource::Given(f) = &source {
+            wraps.visit(model.graph(), f, ix);
+        }
         let mut outcome = evaluate(model, ix, limit);
         if matches!(outcome, Err(NoFold::Silent)) {
-            if let Some(t) = known_value(model, ix, limit, &mut facts) {
+            if let Some(t) = known_value(model, ix, limit, &mut source, &wraps) {
                 outcome = Ok(t);
             }
         }
