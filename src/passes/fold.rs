@@ -231,7 +231,9 @@ fn value_fits(fact: &crate::shape::Fact) -> bool {
         // An unbounded expression in a type narrower than 64 bits (`Cast` of a shape to
         // int32): it must stay in range with every symbol at a large size, not only at its
         // bounds (`d + INT32_MAX` has a lower bound in range and wraps at `d = 1`).
-        if h.is_none() && hi < i64::MAX as i128 {
+        // (An unknown element, a dim without a name, passes on its bounds: it has no symbol to
+        // probe.)
+        if h.is_none() && hi < i64::MAX as i128 && !e.is_unknown() {
             let probe: std::collections::HashMap<String, i64> = e
                 .symbols()
                 .iter()
