@@ -277,11 +277,13 @@ impl Wraps {
     /// Decides node `ix` (every producer of its inputs decided before).
     fn visit(&mut self, graph: &Graph, facts: &crate::shape::Facts, ix: NodeIndex) {
         use petgraph::visit::EdgeRef;
-        let tainted = graph
-            .g
-            .edges_directed(ix, petgraph::Direction::Incoming)
-            .any(|e| self.0.contains(&e.source()))
-            || facts.outputs(ix).iter().any(|f| !value_fits(f));
+        // (The edges are read only once some node is marked: most graphs have none.)
+        let tainted = facts.outputs(ix).iter().any(|f| !value_fits(f))
+            || !self.0.is_empty()
+                && graph
+                    .g
+                    .edges_directed(ix, petgraph::Direction::Incoming)
+                    .any(|e| self.0.contains(&e.source()));
         if tainted {
             self.0.insert(ix);
         }
@@ -306,14 +308,6 @@ fn known_value(
     if n.kind != NodeKind::Op || n.outputs.len() != 1 || n.num_inputs == 0 {
         return None;
     }
-    let format = model.format();
-    // An op of the fold table, or a slice (a `Slice` of a `Shape` whose dims are static where it
-    // reads them).
-    if registry::lookup(n, format).is_none()
-        && slice_node::classify(graph, ix, format, model.onnx_opset()).is_none()
-    {
-        return None;
-    }
     // Only integer values are taken from the facts: a node whose output, or whose first
     // input, is declared of another type is passed over before the facts are computed (the
     // propagation costs a whole `infer`, which a graph of float slices must not pay).
@@ -325,6 +319,14 @@ fn known_value(
         .and_then(|o| graph.node(o.node).outputs.get(o.port))
         .and_then(|v| v.ty.dtype);
     if !integer(n.outputs[0].ty.dtype) || !integer(first_input) {
+        return None;
+    }
+    let format = model.format();
+    // An op of the fold table, or a slice (a `Slice` of a `Shape` whose dims are static where it
+    // reads them).
+    if registry::lookup(n, format).is_none()
+        && slice_node::classify(graph, ix, format, model.onnx_opset()).is_none()
+    {
         return None;
     }
     let facts = facts.get(model)?;
