@@ -138,3 +138,65 @@ fn fold_alone_keeps_the_symbolic_onnx_graph() {
         assert!(got.is_none(), "{file}: folded without infer");
     }
 }
+
+/// The elements of an i64 tensor.
+fn i64s(t: &Tensor) -> Vec<i64> {
+    assert_eq!(t.dtype, DType::I64, "a Reshape target");
+    ints(t)
+}
+
+/// A `Reshape` whose target is computed from its input's shape (`reshape(x,
+/// concat([shape(x)[:1], [-1]]))`) reads a constant target after the default passes when the
+/// inference knows every output dim but one, and the `Shape`/`Slice`/`Concat` in front of it
+/// go; the shape that target gives (ONNX Reshape's rule: `-1` is the element count over the
+/// rest) is ONNX Runtime's output shape at every size (`reshapes.json`). With two unknown dims
+/// the target stays computed.
+#[test]
+fn a_computed_reshape_target_becomes_the_constant_the_output_shape_gives() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fold_known");
+    let text = std::fs::read_to_string(dir.join("reshapes.json")).expect("reshapes.json");
+    let cases: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let cases = cases.as_object().expect("an object");
+    assert_eq!(cases.len(), 2);
+    for (file, want) in cases {
+        let path = dir.join(file);
+        let mut model = Model::load(&path).expect("load");
+        Pipeline::new().run(&mut model).expect("passes");
+        let g = model.graph();
+        let reshape =
+            g.g.node_indices()
+                .find(|&ix| g.node(ix).op_type == "Reshape")
+                .expect("the Reshape stays");
+        let target = g.input(reshape, 1).and_then(|o| g.constant_at(o));
+        let slices = g.g.node_weights().filter(|n| n.op_type == "Slice").count();
+        if !want["folds"].as_bool().expect("folds") {
+            assert!(target.is_none(), "{file}: target made constant");
+            assert_eq!(slices, 1, "{file}");
+            continue;
+        }
+        let t = i64s(target.unwrap_or_else(|| panic!("{file}: target not constant")));
+        assert_eq!(slices, 0, "{file}: the Slice of the Shape stays");
+        for (size, s) in want["shapes"].as_object().expect("shapes") {
+            let input: Vec<i64> = s["input"]
+                .as_array()
+                .expect("input")
+                .iter()
+                .map(|d| d.as_i64().expect("dim"))
+                .collect();
+            let output: Vec<i64> = s["output"]
+                .as_array()
+                .expect("output")
+                .iter()
+                .map(|d| d.as_i64().expect("dim"))
+                .collect();
+            let count: i64 = input.iter().product();
+            let rest: i64 = t.iter().filter(|&&d| d != -1).product();
+            let got: Vec<i64> = t
+                .iter()
+                .map(|&d| if d == -1 { count / rest } else { d })
+                .collect();
+            assert!(t.iter().all(|&d| d > 0 || d == -1), "{file}: {t:?}");
+            assert_eq!(got, output, "{file} at size {size}: target {t:?}");
+        }
+    }
+}

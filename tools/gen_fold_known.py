@@ -32,11 +32,11 @@ def c(name, vals, dtype=I64, dims=None):
     return h.make_tensor(name, dtype, list(arr.shape) if dims is None else dims, arr.ravel().tolist())
 
 
-def onnx_model(name, nodes, inits, out_type, opset=13):
+def onnx_model(name, nodes, inits, out_type, opset=13, x_dims=("batch", 3, 16)):
     g = h.make_graph(
         nodes,
         name,
-        [h.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3, 16])],
+        [h.make_tensor_value_info("x", TensorProto.FLOAT, list(x_dims))],
         [h.make_tensor_value_info("v", out_type, None)],
         inits,
     )
@@ -140,6 +140,28 @@ def main():
     # The runtime's value is the same at every size (true), but only through the wrap, which
     # the facts do not follow: `fold` must leave it (`keep`), never write the unwrapped false.
     record(cases, os.path.basename(p), vals, {"unwrapped_value": [0], "keep": True})
+
+    # Reshapes whose target is computed from the input's shape (`reshape(x, concat([shape(x)[:1],
+    # [-1]]))`): the output shape ONNX Runtime gives at every size, written to a file of its own
+    # (reshapes.json) for the test that checks the constant target `fold` gives instead.
+    reshapes = {}
+    for name, dims, ends in (("reshape_one_unknown", ("batch", 3, 16), [1]),
+                             ("reshape_two_unknown", ("batch", "seq", 16), [2])):
+        p = onnx_model(name, [shape, h.make_node("Slice", ["s", "z", "e"], ["head"]),
+                              h.make_node("Concat", ["head", "m1"], ["t"], axis=0),
+                              h.make_node("Reshape", ["x", "t"], ["v"])],
+                       [c("z", [0]), c("e", ends), c("m1", [-1])], TensorProto.FLOAT, x_dims=dims)
+        import onnxruntime as ort
+
+        sess = ort.InferenceSession(p, providers=["CPUExecutionProvider"])
+        shapes = {}
+        for b in SIZES:
+            xs = [b if d in ("batch", "seq") else d for d in dims]
+            shapes[str(b)] = {"input": xs, "output": list(sess.run(None, {"x": np.zeros(xs, np.float32)})[0].shape)}
+        reshapes[os.path.basename(p)] = {"folds": len([d for d in dims if isinstance(d, str)]) <= 1, "shapes": shapes}
+    with open(os.path.join(OUT, "reshapes.json"), "w") as f:
+        json.dump(reshapes, f, indent=1, sort_keys=True)
+        f.write("\n")
 
     # IR (OpenVINO): ShapeOf + Gather, ShapeOf + StridedSlice.
     import openvino as ov

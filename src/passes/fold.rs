@@ -351,6 +351,21 @@ fn known_value(
     eval::cast(&Tensor::from_i64(shape, &values), dtype, limit).ok()
 }
 
+/// The constant target a `Reshape` with a computed target can read instead
+/// ([`crate::shape::constant_reshape_target`]), unless a value on the target's path may have
+/// wrapped.
+fn reshape_target(
+    graph: &Graph,
+    facts: &crate::shape::Facts,
+    wraps: &Wraps,
+    ix: NodeIndex,
+) -> Option<Vec<i64>> {
+    if wraps.0.contains(&ix) {
+        return None;
+    }
+    crate::shape::constant_reshape_target(graph, facts, ix)
+}
+
 /// A tensor attribute of an ONNX node as loaded (the IR keeps tensor attributes only in the
 /// node's original record).
 fn onnx_tensor_attr(model: &Model, ix: NodeIndex, name: &str) -> Option<Tensor> {
@@ -474,6 +489,9 @@ pub(crate) fn run_listing(
         }
         if let FactsSource::Given(f) = &source {
             wraps.visit(model.graph(), f, ix);
+            if let Some(values) = reshape_target(model.graph(), f, &wraps, ix) {
+                retarget_reshape(model.graph_mut(), format, ix, &values, report);
+            }
         }
         let mut outcome = evaluate(model, ix, limit);
         if matches!(outcome, Err(NoFold::Silent)) {
@@ -520,6 +538,41 @@ pub(crate) fn run_listing(
             }
         }
     }
+    model.graph_mut().flush_detached();
     model.graph_mut().remove_edges(dead_inputs);
     Ok(folded)
+}
+
+/// Makes `Reshape` node `ix` read the constant target `values` ([`reshape_target`]) instead of
+/// its computed one (detached: the caller flushes).
+fn retarget_reshape(
+    graph: &mut Graph,
+    format: Format,
+    ix: NodeIndex,
+    values: &[i64],
+    report: &mut PassReport,
+) {
+    use petgraph::visit::EdgeRef;
+    let old: Vec<_> = graph
+        .g
+        .edges_directed(ix, petgraph::Direction::Incoming)
+        .filter(|e| e.weight().dst_port == 1)
+        .map(|e| e.id())
+        .collect();
+    for e in old {
+        graph.detach_edge(e);
+    }
+    let c = crate::passes::build::Builder::new(graph, format, ix).const_i64("shape", values);
+    graph.connect(c, ix, 1);
+    graph.node_mut(ix).dirty = true;
+    let n = graph.node(ix);
+    report.change(|| Change {
+        node: n.name.to_string(),
+        op: n.op_type.to_string(),
+        what: format!(
+            "target read from a constant {values:?} (the output shape the inference knows)"
+        ),
+        before: None,
+        after: None,
+    });
 }
