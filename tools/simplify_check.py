@@ -261,11 +261,13 @@ def ov_removed_by(path, names):
                 break
             if m is None or t.get_index() >= m.get_input_size():
                 continue
-            if m.get_type_name() != cons.get_type_name() and m.get_type_name() not in SLICES:
-                how = f"its consumer rewritten to {m.get_type_name()} (MOC's ShapeOf simplification)"
-                break
             src = m.input(t.get_index()).get_source_output().get_node()
             st = src.get_type_name()
+            if st not in ("VariadicSplit", "Split") and m.get_type_name() != cons.get_type_name() and (
+                m.get_type_name() not in SLICES
+            ):
+                how = f"its consumer rewritten to {m.get_type_name()} (MOC's ShapeOf simplification)"
+                break
             if src.get_friendly_name() == data_src and m.get_type_name() in SLICES and (
                 cfop.get_input_partial_shape(0) != cfop.get_output_partial_shape(0)
             ):
