@@ -548,9 +548,11 @@ pub(crate) fn run_listing(
     model.graph_mut().flush_detached();
     model.graph_mut().remove_edges(dead_inputs);
     // An `If` whose condition is now a constant gives way to the branch it takes, which may
-    // fold in turn (`inline_if`; each round removes an `If`, so this ends).
+    // fold in turn (`inline_if`; each round removes an `If`, so this ends). The facts of
+    // the `infer` before describe the graph before the inlining: the next round runs without
+    // them (its own only on a pinned graph).
     if crate::passes::inline_if::run(model, report)? > 0 {
-        folded.extend(run_listing(model, limit, report)?);
+        folded.extend(run_listing(model, limit, None, report)?);
     }
     Ok(folded)
 }
