@@ -10,7 +10,7 @@ the model (the static dims of a sliced table, constant starts/ends, up to 4096: 
 is tried at seq = 65), where a slice is observed on the part of the model that computes it (the
 model itself may fail further on: the position table's Add). A dim that holds only for sizes >= 1 or
 below such a threshold (`seq` for `wpe[:seq]`) is judged wrong there; extra sizes run in a child
-process (ONNX Runtime's LSTM aborts the process at seq = 0).
+process (ONNX Runtime's LSTM aborts the process at batch = 0).
 
 For every top-level Slice / StridedSlice output dim:
   truth      the size ONNX Runtime (ONNX) / OpenVINO CPU, f32 (IR) gives it at each assignment: the
@@ -472,7 +472,7 @@ def onnx_part_session(m, target, so):
 
 def isolated_truth(tmp, kind, path, names, feeds_list, partial):
     """`onnx_truth` / `ir_truth` of extra feeds (sizes 0, sizes past a threshold: none of them
-    need run) in a child process: a runtime may abort on them (ONNX Runtime's LSTM at seq = 0
+    need run) in a child process: a runtime may abort on them (ONNX Runtime's LSTM at batch = 0
     ends the process). A child that dies is retried one feed at a time; a feed whose child dies
     is not observed (None)."""
     if not feeds_list:
