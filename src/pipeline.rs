@@ -255,6 +255,9 @@ impl Pipeline {
         // has rewritten the graph since (`None`: not known, any slice may be open). Only an
         // open slice downstream of a folded node can gain from inferring again.
         let mut open: Option<Vec<NodeIndex>> = None;
+        // The facts of the last `infer`, while no pass has rewritten the graph since: `fold`
+        // takes the values they know from them.
+        let mut facts: Option<crate::shape::Facts> = None;
         // The `Loop` nodes, whose outputs `infer` gets from their bodies.
         let loops = crate::subgraph::loops::Loops::of(model);
         let holders = |g: &crate::ir::Graph, f: &crate::shape::Facts, ix| loops.rule(g, f, ix);
@@ -263,12 +266,17 @@ impl Pipeline {
             let mut pr = PassReport::new(pass, self.details);
             match pass {
                 PassKind::Infer => {
-                    open = Some(crate::passes::infer::run_open(
-                        model, seeds, &holders, &mut pr,
-                    )?)
+                    let (o, f) = crate::passes::infer::run_open(model, seeds, &holders, &mut pr)?;
+                    open = Some(o);
+                    facts = Some(f);
                 }
                 PassKind::Fold => {
-                    let folded = crate::passes::fold::run_listing(model, self.fold_limit, &mut pr)?;
+                    let folded = crate::passes::fold::run_listing(
+                        model,
+                        self.fold_limit,
+                        facts.take().as_ref(),
+                        &mut pr,
+                    )?;
                     // Folding can make slice parameters constant: infer again what it unlocked
                     // (nothing when no open slice is downstream of a folded node).
                     let unlocked = match &open {
@@ -276,26 +284,31 @@ impl Pipeline {
                         Some(open) => reaches_any(model.graph(), &folded, open),
                     };
                     if self.passes.contains(&PassKind::Infer) && unlocked {
-                        open = Some(crate::passes::infer::run_open(
-                            model, seeds, &holders, &mut pr,
-                        )?);
+                        let (o, f) =
+                            crate::passes::infer::run_open(model, seeds, &holders, &mut pr)?;
+                        open = Some(o);
+                        facts = Some(f);
                     }
                 }
                 PassKind::Cleanup => {
                     crate::passes::cleanup::run(model, &mut pr)?;
                     open = None;
+                    facts = None;
                 }
                 PassKind::Lower => {
                     crate::passes::lower::run(model, &mut pr)?;
                     open = None;
+                    facts = None;
                 }
                 PassKind::Raise => {
                     crate::passes::raise::run(model, &mut pr)?;
                     open = None;
+                    facts = None;
                 }
                 PassKind::Simplify => {
                     crate::passes::simplify::run(model, &mut pr)?;
                     open = None;
+                    facts = None;
                 }
             }
             pr.seconds = start.elapsed().as_secs_f64();

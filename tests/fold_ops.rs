@@ -2,8 +2,11 @@
 //!
 //! Every model of `tests/data/fold_ops/` is one op over constants (ONNX: comparisons, logic,
 //! `Where`, `Min`/`Max`, `Neg`/`Abs`, `Mod` with and without `fmod`, `Expand`, `Trilu`,
-//! `ReduceProd`/`ReduceSum`, `Size`; IR: `FloorMod`, `Mod`, comparisons, logic, `Select`,
-//! `Broadcast` numpy and bidirectional, `ReduceProd`/`ReduceSum`). `fold` + `cleanup` must
+//! `ReduceProd`/`ReduceSum`, `Size`, float `Add`/`Sub`/`Mul`/`Div`/`Min`/`Max`/comparisons,
+//! `Floor`/`Ceil`/`Sqrt`/`Reciprocal`/`Round`, `Clip`, float `Range`, `Cast` between integers
+//! and floats, exact `Pow`, `Transpose`; IR: `FloorMod`, `Mod`, comparisons, logic, `Select`,
+//! `Broadcast` numpy and bidirectional, `ReduceProd`/`ReduceSum`, `Convert`, float arithmetic,
+//! `Floor`/`Ceiling`/`Sqrt`/`Power`/`Transpose`). `fold` + `cleanup` must
 //! leave one constant, equal in type, shape and every element to what ONNX Runtime / OpenVINO
 //! CPU computed for the same op (`expected.json`, written by `tools/gen_fold_ops.py`).
 
@@ -20,16 +23,25 @@ fn dtype(name: &str) -> DType {
         "int8" => DType::I8,
         "bool" => DType::Bool,
         "float32" => DType::F32,
+        "float64" => DType::F64,
         other => panic!("dtype {other} not in the fixtures' list"),
     }
 }
 
-fn floats(t: &Tensor) -> Vec<f32> {
-    t.raw()
-        .expect("raw data")
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
+/// The elements of a float tensor as f64 bit patterns of their value (f32 widened exactly),
+/// so that `-0.0` and `0.0` differ.
+fn floats(t: &Tensor) -> Vec<u64> {
+    let raw = t.raw().expect("raw data");
+    match t.dtype {
+        DType::F32 => raw
+            .chunks_exact(4)
+            .map(|b| (f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64).to_bits())
+            .collect(),
+        _ => raw
+            .chunks_exact(8)
+            .map(|b| f64::from_le_bytes(b.try_into().expect("8 bytes")).to_bits())
+            .collect(),
+    }
 }
 
 /// The constant feeding the model's one output after `fold` and `cleanup`, and how many op
@@ -62,7 +74,7 @@ fn every_case_folds_to_the_runtime_value() {
     let text = std::fs::read_to_string(dir.join("expected.json")).expect("expected.json");
     let expected: serde_json::Value = serde_json::from_str(&text).expect("json");
     let cases = expected.as_object().expect("an object");
-    assert!(cases.len() >= 40, "{} cases", cases.len());
+    assert!(cases.len() >= 85, "{} cases", cases.len());
     let mut failures = Vec::new();
     for (file, want) in cases {
         let (t, ops) = folded(&dir.join(file));
@@ -74,12 +86,17 @@ fn every_case_folds_to_the_runtime_value() {
             .map(|d| d.as_u64().expect("dim"))
             .collect();
         let values = want["values"].as_array().expect("values");
-        let same_values = if want_type == DType::F32 {
-            let want: Vec<f32> = values
+        let float = matches!(want_type, DType::F32 | DType::F64);
+        let same_values = if float {
+            // The text is Python's repr of the value as an f64 (exact for an f32 value).
+            let want: Vec<u64> = values
                 .iter()
-                .map(|v| v.as_str().expect("float text").parse().expect("float"))
+                .map(|v| {
+                    let x: f64 = v.as_str().expect("float text").parse().expect("float");
+                    x.to_bits()
+                })
                 .collect();
-            floats(&t) == want
+            t.dtype == want_type && floats(&t) == want
         } else {
             let want: Vec<i64> = values.iter().map(|v| v.as_i64().expect("int")).collect();
             t.to_i64_vec() == Some(want)
@@ -89,8 +106,14 @@ fn every_case_folds_to_the_runtime_value() {
                 "{file}: {ops} ops left; got {:?} {:?} {:?}, want {want}",
                 t.dtype,
                 t.shape,
-                if t.dtype == DType::F32 {
-                    format!("{:?}", floats(&t))
+                if matches!(t.dtype, DType::F32 | DType::F64) {
+                    format!(
+                        "{:?}",
+                        floats(&t)
+                            .into_iter()
+                            .map(f64::from_bits)
+                            .collect::<Vec<_>>()
+                    )
                 } else {
                     format!("{:?}", t.to_i64_vec())
                 }

@@ -15,11 +15,13 @@ first assignment is used):
 Counts per op type what remains in each; lists the nodes of the shape-plumbing kinds (by output
 name) that theirs removed and ours kept, each marked int/float (element type) and `/const` when it
 depends on no input's elements at the fixed sizes (a missed fold; without the mark theirs removed it
-by another rewrite, e.g. merging two Reshapes); compares outputs (ONNX Runtime for ONNX, OpenVINO CPU for
+by another rewrite, e.g. merging two Reshapes), and (ONNX) where the constant ones come from: the
+ops ours left although all their inputs are constants (`Log`, `Cos`...: what ours does not evaluate
+stops the folds after it); compares outputs (ONNX Runtime for ONNX, OpenVINO CPU for
 IR) against the original model at those sizes; times both (wall, best of 3, whole process).
 
 Usage: /work/venv-exports/bin/python tools/fold_vs_onnxsim.py --bin target/debug/slice-opt
-           [--dir tests/data/exports] [--only SUBSTR] [--json FILE] [--runs 3] [-v]
+           [--dir tests/data/exports] [--only SUBSTR] [--ext .onnx|.xml] [--json FILE] [--runs 3] [-v]
 Needs onnx, onnxruntime, onnxsim (0.8.1, the newest on PyPI), openvino, numpy.
 """
 
@@ -163,6 +165,29 @@ def data_dependent(g):
     return dep
 
 
+def blockers(g, names, dep):
+    """For the values `names` of top graph `g` that are constant at the fixed sizes (not in
+    `dep`): the op types of the nodes where ours stopped folding, counted: the constant ancestors
+    whose inputs are all constants already (`Log`, `Cos`...: what ours does not evaluate keeps
+    everything after it)."""
+    prod = {o: n for n in g.node for o in n.output}
+    inits = {i.name for i in g.initializer}
+    out = collections.Counter()
+    seen = set()
+    stack = [v for v in names if v not in dep]
+    while stack:
+        v = stack.pop()
+        n = prod.get(v)
+        if n is None or id(n) in seen or n.op_type == "Constant":
+            continue
+        seen.add(id(n))
+        ins = [i for i in n.input if i]
+        if all(i in inits or (i in prod and prod[i].op_type == "Constant") for i in ins):
+            out[n.op_type] += 1
+        stack.extend(i for i in ins if i not in dep)
+    return out
+
+
 def ort_outputs(path, feeds):
     import onnxruntime as ort
 
@@ -234,6 +259,9 @@ def onnx_model(args, fname, spec, tmp, dim_flag):
             for n in ours_nodes
             if n.op_type in KINDS_ONNX and n.output and n.output[0] not in sim_outs
         )
+        r["blocked"] = blockers(
+            ours_model.graph, [n.output[0] for n in ours_nodes if n.op_type in KINDS_ONNX
+                               and n.output and n.output[0] not in sim_outs], dep)
         feeds = feeds_for(spec, env, 0)
         ref = ort_outputs(src, feeds)
         r["eq_ours"] = same(ref, ort_outputs(ours, feeds))
@@ -346,6 +374,7 @@ def main():
     ap.add_argument("--bin", required=True)
     ap.add_argument("--dir", default="tests/data/exports")
     ap.add_argument("--only", default="")
+    ap.add_argument("--ext", default="", help="only models whose file name ends so (.onnx, .xml)")
     ap.add_argument("--json")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("-v", action="store_true")
@@ -359,7 +388,8 @@ def main():
             manifest.update(json.load(f)["models"])
     rows = []
     for fname in sorted(manifest):
-        if args.only not in fname or not os.path.exists(os.path.join(args.dir, fname)):
+        if (args.only not in fname or not fname.endswith(args.ext)
+                or not os.path.exists(os.path.join(args.dir, fname))):
             continue
         with tempfile.TemporaryDirectory() as tmp:
             try:
@@ -402,6 +432,9 @@ def print_row(r, verbose):
     if kept:
         by = collections.Counter(f"{t}/{e}" for t, _, e in kept)
         print("    kept by kind/type: " + ", ".join(f"{k} {v}" for k, v in by.most_common()))
+        if r.get("blocked"):
+            print("    constant chains stop at (inputs all constant): "
+                  + ", ".join(f"{k} {v}" for k, v in r["blocked"].most_common()))
         if verbose:
             for t, n, e in kept:
                 print(f"      {t:16} {e:5} {n}")

@@ -2,16 +2,22 @@
 """Issue 43, acceptance 3 (runtime leg of pass `simplify`): on every model of models/ and
 tests/data/exports/ (ONNX and OpenVINO IR),
 
-  1. run slice-opt with `--passes infer,simplify,cleanup` and compare the outputs of the result
-     with the original's in ONNX Runtime (ONNX) / OpenVINO CPU (IR) on the same inputs
-     (models/: the `.io.npz` inputs; exports: the manifest's size assignments);
+  1. run slice-opt with `--passes infer,simplify,cleanup`, and with the full pipeline of 3.,
+     and compare the outputs of each result with the original's in ONNX Runtime (ONNX) /
+     OpenVINO CPU (IR) on the same inputs (models/: the `.io.npz` inputs; exports: the
+     manifest's size assignments);
   2. count the slices (top-level Slice / StridedSlice) before and after, and what simplify did;
   3. run the peers on the same files and list the slices each removes that we keep:
      onnxslim (`onnxslim.slim`, ONNX) and OpenVINO's own pipeline (`read_model` then
      `apply_moc_transformations(cf=True)`, which runs its `StridedSliceOptimization`:
      UselessSliceEraser, GroupedStridedSliceOptimizer, SliceSequenceToSingleSlice) on both
-     formats. A slice is matched by node name (ONNX) / friendly name (IR); our side for this
-     comparison is `--passes infer,fold,cleanup,simplify,cleanup` (the peers fold too).
+     formats. A slice is matched by node name (onnxslim) / friendly name (OpenVINO, on both
+     sides as OpenVINO reads them: its ONNX frontend names a node that gives a graph output
+     after that output, and makes Slices of its own from a `Shape` with start/end, which are
+     not counted); our side for this comparison is `--passes infer,fold,cleanup,simplify,
+     cleanup` (the peers fold too). With `--classify`, each slice OpenVINO removes and we keep
+     is listed with the pass that removes it (see `ov_removed_by`) and the producers of its
+     parameters.
 
 With `--pairs N`, the conformance leg instead: N random pairs of consecutive slices drawn from
 the conformance data (ONNX Slice pairs from tests/data/slice.jsonl.gz as two chained Slice-13
@@ -23,7 +29,7 @@ equal the pair's in ONNX Runtime / OpenVINO CPU on an arange input.
 
 Usage:
   /work/venv-exports/bin/python tools/simplify_check.py --bin target/debug/slice-opt [-v]
-      [--only SUBSTRING] [--json FILE] [--pairs N]
+      [--only SUBSTRING] [--json FILE] [--pairs N] [--classify]
 Needs numpy, onnx, onnxruntime, openvino, onnxslim (pip install onnxslim). Exits 1 when an
 output differs or a model fails to run after simplify where it ran before.
 """
@@ -155,6 +161,15 @@ def ov_slices(path_or_model):
     return {op.get_friendly_name() for op in m.get_ops() if op.get_type_name() in SLICES}
 
 
+def onnx_slice_ids(path):
+    """The names a slice node of an ONNX file may have once OpenVINO reads it: its node name,
+    or its output's name (the name OpenVINO gives a node whose output is a graph output)."""
+    import onnx
+
+    m = onnx.load(path, load_external_data=False)
+    return {x for n in m.graph.node if n.op_type in SLICES for x in (n.name, n.output[0]) if x}
+
+
 def onnxslim_slices(path):
     import onnx
     import onnxslim
@@ -171,6 +186,110 @@ def ov_pipeline_slices(path):
     m = ov.Core().read_model(path)
     apply_moc_transformations(m, cf=True)
     return ov_slices(m)
+
+
+def ov_param_pattern(op, depth=3):
+    """The producers of a slice's parameters (inputs 1..), as `Op(Op(..))` chains (Constant: `c`)."""
+
+    def chain(out, d):
+        n = out.get_node()
+        t = n.get_type_name()
+        if t == "Constant":
+            return "c"
+        if t == "Parameter":
+            return "in"
+        if d == 0:
+            return t
+        args = ",".join(chain(i.get_source_output(), d - 1) for i in n.inputs())
+        return f"{t}({args})"
+
+    return " ".join(chain(i.get_source_output(), depth) for i in list(op.inputs())[1:])
+
+
+def ov_removed_by(path, names):
+    """Which of OpenVINO's passes removes each slice of `names` (friendly names) in its MOC
+    pipeline: `ConstantFolding` alone (a Manager with only that pass) first; then, after
+    `apply_moc_transformations(cf=True)`, what the slice's first consumer now reads in its
+    place: a Constant (folded once MOC's ShapeOf simplifications made its inputs constant), a
+    VariadicSplit (StridedSliceOptimization: GroupedStridedSliceOptimizer /
+    GroupedSliceToVSplitOptimization), another slice (StridedSliceOptimization:
+    SliceSequenceToSingleSlice, or SharedOpOptimization), or the slice's own data (an eraser:
+    StridedSliceOptimization's UselessSliceEraser when the shapes are static and equal after
+    constant folding, else NopElimination's EliminateSlice/EliminateStridedSlice).
+    Returns {name: (mechanism, parameter pattern)}."""
+    import openvino as ov
+    from openvino import passes
+    from openvino._offline_transformations import apply_moc_transformations
+
+    core = ov.Core()
+    orig = core.read_model(path)
+    by_name = {op.get_friendly_name(): op for op in orig.get_ops()}
+    cf = core.read_model(path)
+    mgr = passes.Manager()
+    mgr.register_pass(passes.ConstantFolding())
+    mgr.run_passes(cf)
+    cf_ops = {op.get_friendly_name(): op for op in cf.get_ops()}
+    moc = core.read_model(path)
+    apply_moc_transformations(moc, cf=True)
+    moc_ops = {op.get_friendly_name(): op for op in moc.get_ops()}
+    out = {}
+    for name in names:
+        op = by_name.get(name)
+        if op is None:
+            out[name] = ("not found", "")
+            continue
+        pattern = f"{op.get_type_name()} {ov_param_pattern(op)}"
+        cfop = cf_ops.get(name)
+        if cfop is None or cfop.get_type_name() not in SLICES:
+            out[name] = ("ConstantFolding alone", pattern)
+            continue
+        data = op.input(0).get_source_output().get_node()
+        data_src = data.get_friendly_name()
+        while data.get_type_name() == "Convert":
+            data = data.input(0).get_source_output().get_node()
+        how = "consumer gone"
+        for t in op.output(0).get_target_inputs():
+            cons = t.get_node()
+            m = moc_ops.get(cons.get_friendly_name())
+            if m is not None and m.get_type_name() == "Constant":
+                how = "constant folding after MOC's ShapeOf simplification (with its consumer)"
+                break
+            if m is None and data.get_type_name() == "ShapeOf" and cons.get_type_name() in (
+                "Squeeze", "Reshape"
+            ):
+                how = "replaced with its Squeeze by a Gather of the ShapeOf (MOC's ShapeOf simplification)"
+                break
+            if m is None or t.get_index() >= m.get_input_size():
+                continue
+            src = m.input(t.get_index()).get_source_output().get_node()
+            st = src.get_type_name()
+            if st not in ("VariadicSplit", "Split") and m.get_type_name() != cons.get_type_name() and (
+                m.get_type_name() not in SLICES
+            ):
+                how = f"its consumer rewritten to {m.get_type_name()} (MOC's ShapeOf simplification)"
+                break
+            if src.get_friendly_name() == data_src and m.get_type_name() in SLICES and (
+                cfop.get_input_partial_shape(0) != cfop.get_output_partial_shape(0)
+            ):
+                how = "StridedSliceOptimization: SliceSequenceToSingleSlice (merged into the slice it feeds)"
+            elif st == "Constant":
+                how = "constant folding after MOC's ShapeOf simplification"
+            elif st in ("VariadicSplit", "Split"):
+                how = "StridedSliceOptimization: grouped slices to VariadicSplit"
+            elif st in SLICES:
+                how = "StridedSliceOptimization: SliceSequenceToSingleSlice / SharedOpOptimization"
+            elif src.get_friendly_name() == data_src:
+                ps_in = cfop.get_input_partial_shape(0)
+                ps_out = cfop.get_output_partial_shape(0)
+                if ps_in.is_static and ps_out.is_static and ps_in == ps_out:
+                    how = "StridedSliceOptimization: UselessSliceEraser"
+                else:
+                    how = "NopElimination (EliminateSlice/EliminateStridedSlice)"
+            else:
+                how = f"replaced by {st} (MOC's ShapeOf simplification)"
+            break
+        out[name] = (how, pattern)
+    return out
 
 
 # ---------------------------------------------------------------- conformance pairs
@@ -361,6 +480,8 @@ def main():
     ap.add_argument("-v", action="store_true")
     ap.add_argument("--pairs", type=int, default=0)
     ap.add_argument("--seed", type=int, default=43)
+    ap.add_argument("--classify", action="store_true",
+                    help="say which OpenVINO pass removes each slice it removes and we keep")
     args = ap.parse_args()
     if args.pairs:
         return pairs_check(args)
@@ -401,7 +522,12 @@ def main():
             b, a = len(count(path)), len(count(dst))
             tot["before"] += b
             tot["after"] += a
-            # 1. outputs
+            # 3. (run first: its outputs are checked in 1.) our full pipeline, for the peers
+            full = os.path.join(tmp, "full_" + os.path.basename(path))
+            rep2, err2 = run_bin(args, path, full, "infer,fold,cleanup,simplify,cleanup")
+            if rep2 is None:
+                bad.append(f"{name}: slice-opt failed with fold: {err2[:200]}")
+            # 1. outputs, of infer,simplify,cleanup and of the full pipeline
             verdict = "no inputs"
             for feeds in input_sets(path, man.get(os.path.basename(path))):
                 runner = ort_run if onnx_fmt else ov_run
@@ -411,29 +537,37 @@ def main():
                     verdict = f"original does not run: {str(e)[:80]}"
                     tot["not_run"] += 1
                     break
-                tot["runs"] += 1
-                try:
-                    got = runner(dst, feeds)
-                    ok, why = same(want, got)
-                except Exception as e:
-                    ok, why = False, f"simplified does not run: {str(e)[:160]}"
-                if ok:
-                    tot["equal"] += 1
-                    verdict = "equal"
-                else:
-                    tot["differ"] += 1
-                    verdict = why
-                    bad.append(f"{name}: {why}")
-            # 3. peers, against our full pipeline
-            full = os.path.join(tmp, "full_" + os.path.basename(path))
-            rep2, err2 = run_bin(args, path, full, "infer,fold,cleanup,simplify,cleanup")
-            ours = count(full) if rep2 is not None else count(dst)
-            orig = count(path)
+                for out, key in ((dst, ""), (full, "full_")):
+                    if key and rep2 is None:
+                        continue
+                    tot[key + "runs"] = tot.get(key + "runs", 0) + 1
+                    try:
+                        got = runner(out, feeds)
+                        ok, why = same(want, got)
+                    except Exception as e:
+                        ok, why = False, f"simplified does not run: {str(e)[:160]}"
+                    if ok:
+                        tot[key + "equal"] = tot.get(key + "equal", 0) + 1
+                        verdict = "equal"
+                    else:
+                        tot[key + "differ"] = tot.get(key + "differ", 0) + 1
+                        verdict = why
+                        bad.append(f"{name}{' (with fold)' if key else ''}: {why}")
             peers = [("openvino", ov_pipeline_slices)]
             if onnx_fmt:
                 peers.insert(0, ("onnxslim", onnxslim_slices))
             for peer, fn in peers:
+                # Matched in the peer's own names: OpenVINO renames an ONNX node that gives a
+                # graph output after that output, so its slices are listed as OpenVINO reads
+                # them, on both sides.
+                by = ov_slices if peer == "openvino" else count
                 try:
+                    orig = by(path)
+                    if peer == "openvino" and onnx_fmt:
+                        # Only the file's own slices: OpenVINO's ONNX frontend makes a Slice of
+                        # a `Shape` with start/end (named after it), which is no slice of ours.
+                        orig &= onnx_slice_ids(path)
+                    ours = by(full if rep2 is not None else dst)
                     left = fn(path)
                 except Exception as e:
                     if args.v:
@@ -442,8 +576,13 @@ def main():
                 peer_counts[peer][0] += len(orig)
                 peer_counts[peer][1] += len(left)
                 # Slices of the original the peer removed and we keep.
-                for s in sorted((orig - left) & ours):
-                    peer_left[peer].append(f"{name}: {s}")
+                kept = sorted((orig - left) & ours)
+                why = {}
+                if kept and peer == "openvino" and args.classify:
+                    why = ov_removed_by(path, kept)
+                for s in kept:
+                    how, pat = why.get(s, ("", ""))
+                    peer_left[peer].append(f"{name}: {s}" + (f"  [{how}] {pat}" if how else ""))
             rows.append((name, b, a, simp["changed"], verdict))
             if args.v or simp["changed"]:
                 print(f"{name:60} slices {b:3} -> {a:3}  simplify {simp['changed']:2}  {verdict}")
@@ -454,7 +593,9 @@ def main():
     )
     print(
         f"runtime check: {tot['runs']} runs, {tot['equal']} equal, {tot['differ']} differ, "
-        f"{tot['not_run']} originals that do not run"
+        f"{tot['not_run']} originals that do not run; with fold (infer,fold,cleanup,simplify,"
+        f"cleanup): {tot.get('full_runs', 0)} runs, {tot.get('full_equal', 0)} equal, "
+        f"{tot.get('full_differ', 0)} differ"
     )
     for peer in ("onnxslim", "openvino"):
         b, a = peer_counts[peer]
@@ -474,7 +615,7 @@ def main():
                 f,
                 indent=1,
             )
-    return 1 if tot["differ"] else 0
+    return 1 if tot["differ"] or tot.get("full_differ") else 0
 
 
 if __name__ == "__main__":

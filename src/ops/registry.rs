@@ -108,6 +108,7 @@ const FAMILIES: &[&[OpEntry]] = &[
     eval::cast::OPS,
     eval::arith::OPS,
     eval::elementwise::OPS,
+    eval::float::OPS,
     eval::reduce::OPS,
 ];
 

@@ -170,23 +170,151 @@ fn evaluate(
     })
 }
 
+/// Where [`known_value`] takes its facts from.
+enum FactsSource<'a> {
+    /// The facts of the `infer` run just before (the pipeline's): on any graph, symbolic too.
+    Given(&'a crate::shape::Facts),
+    /// Propagated by `fold` itself on first need, only on a graph whose inputs are pinned
+    /// (`None` before the decision, `Some(None)` when not computed).
+    Own(Option<Option<crate::shape::Facts>>),
+}
+
+impl FactsSource<'_> {
+    fn get(&mut self, model: &Model) -> Option<&crate::shape::Facts> {
+        match self {
+            FactsSource::Given(f) => Some(f),
+            FactsSource::Own(own) => {
+                if own.is_none() {
+                    // The facts know whole values where the sizes are pinned (`--dim`,
+                    // `--input-shape`, static inputs). With a graph input whose dims are not
+                    // all known, a value the fold table cannot evaluate is in practice
+                    // symbolic (a `Shape` of that input), and the propagation would cost a
+                    // whole `infer` for nothing: it is not run.
+                    let pinned = model.graph().g.node_weights().all(|w| {
+                        w.kind != NodeKind::Input
+                            || w.outputs.iter().all(|v| {
+                                v.ty.shape.as_ref().is_some_and(|s| {
+                                    s.iter()
+                                        .all(|d| matches!(d, crate::ir::DeclaredDim::Known(_)))
+                                })
+                            })
+                    });
+                    *own = Some(if pinned {
+                        crate::shape::propagate(model).ok()
+                    } else {
+                        None
+                    });
+                }
+                own.as_ref()?.as_ref()
+            }
+        }
+    }
+}
+
+/// Whether every element of a fact's value is one the runtime computes the same way in the
+/// value's element type: a known element within the type's range, an expression or unknown
+/// element whose finite bounds are within it, and never a constant beyond `i64` (the facts
+/// compute in `i128`, where the runtime wraps). A value that fails may differ from what the
+/// runtime computes, and so may anything computed from it ([`Wraps`]).
+fn value_fits(fact: &crate::shape::Fact) -> bool {
+    let Some(value) = &fact.value else {
+        return true;
+    };
+    let (lo, hi) = int_range(fact.dtype.unwrap_or(crate::ir::DType::I64));
+    value.iter().all(|e| {
+        if let Some(k) = e.as_known() {
+            return (lo..=hi).contains(&(k as i128));
+        }
+        if !e.is_unknown() && e.symbols().is_empty() {
+            // A constant expression that is not `Known`: beyond i64.
+            return false;
+        }
+        let (l, h) = e.bounds();
+        let within = |v: Option<i64>| v.is_none_or(|v| (lo..=hi).contains(&(v as i128)));
+        if !within(l) || !within(h) {
+            return false;
+        }
+        // An unbounded expression in a type narrower than 64 bits (`Cast` of a shape to
+        // int32): it must stay in range with every symbol at a large size, not only at its
+        // bounds (`d + INT32_MAX` has a lower bound in range and wraps at `d = 1`).
+        // (An unknown element, a dim without a name, passes on its bounds: it has no symbol to
+        // probe.)
+        if h.is_none() && hi < i64::MAX as i128 && !e.is_unknown() {
+            let probe: std::collections::HashMap<String, i64> = e
+                .symbols()
+                .iter()
+                .map(|s| (s.name().to_string(), s.bounds().0.max(NARROW_PROBE)))
+                .collect();
+            return e
+                .eval(&probe)
+                .is_some_and(|v| (lo..=hi).contains(&(v as i128)));
+        }
+        true
+    })
+}
+
+/// The size every symbol takes when an unbounded value of a narrow integer type is checked for
+/// range ([`value_fits`]): 2^20, larger than any dim of the export corpus.
+const NARROW_PROBE: i64 = 1 << 20;
+
+/// The range of an integer (or boolean) element type, in `i128`.
+fn int_range(d: crate::ir::DType) -> (i128, i128) {
+    use crate::ir::DType::*;
+    match d {
+        Bool => (0, 1),
+        I8 => (i8::MIN as i128, i8::MAX as i128),
+        I16 => (i16::MIN as i128, i16::MAX as i128),
+        I32 => (i32::MIN as i128, i32::MAX as i128),
+        U8 => (0, u8::MAX as i128),
+        U16 => (0, u16::MAX as i128),
+        U32 => (0, u32::MAX as i128),
+        U64 => (0, u64::MAX as i128),
+        _ => (i64::MIN as i128, i64::MAX as i128),
+    }
+}
+
+/// The nodes whose facts may differ from what the runtime computes because a value on their
+/// path left its element type's range (see [`value_fits`]): decided in topological order, a
+/// node is marked when its own value does not fit or when one of its inputs is marked.
+#[derive(Default)]
+struct Wraps(crate::ir::FastSet<NodeIndex>);
+
+impl Wraps {
+    /// Decides node `ix` (every producer of its inputs decided before).
+    fn visit(&mut self, graph: &Graph, facts: &crate::shape::Facts, ix: NodeIndex) {
+        use petgraph::visit::EdgeRef;
+        // (The edges are read only once some node is marked: most graphs have none.)
+        let tainted = facts.outputs(ix).iter().any(|f| !value_fits(f))
+            || !self.0.is_empty()
+                && graph
+                    .g
+                    .edges_directed(ix, petgraph::Direction::Incoming)
+                    .any(|e| self.0.contains(&e.source()));
+        if tainted {
+            self.0.insert(ix);
+        }
+    }
+}
+
 /// The value shape propagation knows for the one output of node `ix`, when every element is a
 /// known integer: a node of the fold table whose inputs are not all constants or whose input
-/// dims the file does not declare (a `Shape` or `Size` of a value whose dims inference knows). The facts are propagated once, on first need, from the graph
-/// as loaded: folding keeps every value, so they stay true while the pass folds.
+/// dims the file does not declare (a `Shape` or `Size` of a value whose dims inference knows,
+/// `Gather` of the one static dim of a symbolic shape). The facts hold for the graph as `fold`
+/// found it: folding keeps every value, so they stay true while the pass folds. A value on
+/// whose path an element left its type's range (`wraps`) is not taken.
 fn known_value(
     model: &Model,
     ix: NodeIndex,
     limit: u64,
-    facts: &mut Option<Option<crate::shape::Facts>>,
+    facts: &mut FactsSource,
+    wraps: &Wraps,
+    opset: i64,
 ) -> Option<Tensor> {
     let graph = model.graph();
     let n = graph.node(ix);
     if n.kind != NodeKind::Op || n.outputs.len() != 1 || n.num_inputs == 0 {
         return None;
     }
-    let format = model.format();
-    registry::lookup(n, format)?;
     // Only integer values are taken from the facts: a node whose output, or whose first
     // input, is declared of another type is passed over before the facts are computed (the
     // propagation costs a whole `infer`, which a graph of float slices must not pay).
@@ -200,32 +328,21 @@ fn known_value(
     if !integer(n.outputs[0].ty.dtype) || !integer(first_input) {
         return None;
     }
-    if facts.is_none() {
-        // The facts know whole values where the sizes are pinned (`--dim`, `--input-shape`,
-        // static inputs). With a graph input whose dims are not all known, a value the fold
-        // table cannot evaluate is in practice symbolic (a `Shape` of that input), and the
-        // propagation would cost a whole `infer` for nothing: it is not run.
-        let pinned = graph.g.node_weights().all(|w| {
-            w.kind != NodeKind::Input
-                || w.outputs.iter().all(|v| {
-                    v.ty.shape.as_ref().is_some_and(|s| {
-                        s.iter()
-                            .all(|d| matches!(d, crate::ir::DeclaredDim::Known(_)))
-                    })
-                })
-        });
-        *facts = Some(if pinned {
-            crate::shape::propagate(model).ok()
-        } else {
-            None
-        });
+    let format = model.format();
+    // An op of the fold table, or a slice (a `Slice` of a `Shape` whose dims are static where it
+    // reads them).
+    if registry::lookup(n, format).is_none()
+        && slice_node::classify(graph, ix, format, opset).is_none()
+    {
+        return None;
     }
-    let fact = facts
-        .as_ref()?
-        .as_ref()?
-        .get(crate::ir::OutletId { node: ix, port: 0 });
+    let facts = facts.get(model)?;
+    let fact = facts.get(crate::ir::OutletId { node: ix, port: 0 });
     let dtype = fact.dtype?;
     if !(dtype.is_index_type() || dtype == crate::ir::DType::Bool) {
+        return None;
+    }
+    if wraps.0.contains(&ix) {
         return None;
     }
     let shape: Vec<u64> = fact
@@ -239,6 +356,21 @@ fn known_value(
         return None;
     }
     eval::cast(&Tensor::from_i64(shape, &values), dtype, limit).ok()
+}
+
+/// The constant target a `Reshape` with a computed target can read instead
+/// ([`crate::shape::constant_reshape_target`]), unless a value on the target's path may have
+/// wrapped.
+fn reshape_target(
+    graph: &Graph,
+    facts: &crate::shape::Facts,
+    wraps: &Wraps,
+    ix: NodeIndex,
+) -> Option<Vec<i64>> {
+    if wraps.0.contains(&ix) {
+        return None;
+    }
+    crate::shape::constant_reshape_target(graph, facts, ix)
 }
 
 /// A tensor attribute of an ONNX node as loaded (the IR keeps tensor attributes only in the
@@ -322,14 +454,17 @@ fn become_constant(
 
 /// Folds every foldable node of `model`, in topological order (so chains fold in one run).
 pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()> {
-    run_listing(model, limit, report).map(|_| ())
+    run_listing(model, limit, None, report).map(|_| ())
 }
 
 /// [`run`], also listing the nodes it folded (each became a constant in place, at the same
-/// index).
+/// index). `facts`: those of an `infer` run on the graph as it is (the pipeline's), from which
+/// a value the inference knows folds on a symbolic graph too; without them, `fold` propagates
+/// its own only on a graph whose inputs are pinned.
 pub(crate) fn run_listing(
     model: &mut Model,
     limit: u64,
+    facts: Option<&crate::shape::Facts>,
     report: &mut PassReport,
 ) -> Result<Vec<NodeIndex>> {
     let mut folded = Vec::new();
@@ -344,18 +479,30 @@ pub(crate) fn run_listing(
     // fresh memory).
     let mut dead_inputs = Vec::with_capacity(model.graph().g.edge_count());
     let opset = model.onnx_opset();
-    // Shape facts, computed the first time a node of the table does not evaluate (issue 43:
-    // a value the inference knows as constant folds even when its inputs are not constants).
-    // Decided once: `Some(None)` when they are not computed (inputs not pinned, see
-    // `known_value`).
-    let mut facts: Option<Option<crate::shape::Facts>> = None;
+    // Shape facts (issue 43: a value the inference knows as constant folds even when its
+    // inputs are not constants): the pipeline's, else computed the first time a node of the
+    // table does not evaluate, on a pinned graph only (see `FactsSource`).
+    let mut source = match facts {
+        Some(f) => FactsSource::Given(f),
+        None => FactsSource::Own(None),
+    };
+    // With given facts, the nodes whose value may have wrapped are tracked on every node, in
+    // order; the facts `fold` propagates itself are only for pinned graphs, where they are
+    // taken as before.
+    let mut wraps = Wraps::default();
     for ix in order {
         if model.graph().g.node_weight(ix).is_none() {
             continue;
         }
+        if let FactsSource::Given(f) = &source {
+            wraps.visit(model.graph(), f, ix);
+            if let Some(values) = reshape_target(model.graph(), f, &wraps, ix) {
+                retarget_reshape(model.graph_mut(), format, ix, &values, report);
+            }
+        }
         let mut outcome = evaluate(model, ix, limit, opset);
         if matches!(outcome, Err(NoFold::Silent)) {
-            if let Some(t) = known_value(model, ix, limit, &mut facts) {
+            if let Some(t) = known_value(model, ix, limit, &mut source, &wraps, opset) {
                 outcome = Ok(t);
             }
         }
@@ -398,6 +545,48 @@ pub(crate) fn run_listing(
             }
         }
     }
+    model.graph_mut().flush_detached();
     model.graph_mut().remove_edges(dead_inputs);
+    // An `If` whose condition is now a constant gives way to the branch it takes, which may
+    // fold in turn (`inline_if`; each round removes an `If`, so this ends). The facts of
+    // the `infer` before describe the graph before the inlining: the next round runs without
+    // them (its own only on a pinned graph).
+    if crate::passes::inline_if::run(model, report)? > 0 {
+        folded.extend(run_listing(model, limit, None, report)?);
+    }
     Ok(folded)
+}
+
+/// Makes `Reshape` node `ix` read the constant target `values` ([`reshape_target`]) instead of
+/// its computed one (detached: the caller flushes).
+fn retarget_reshape(
+    graph: &mut Graph,
+    format: Format,
+    ix: NodeIndex,
+    values: &[i64],
+    report: &mut PassReport,
+) {
+    use petgraph::visit::EdgeRef;
+    let old: Vec<_> = graph
+        .g
+        .edges_directed(ix, petgraph::Direction::Incoming)
+        .filter(|e| e.weight().dst_port == 1)
+        .map(|e| e.id())
+        .collect();
+    for e in old {
+        graph.detach_edge(e);
+    }
+    let c = crate::passes::build::Builder::new(graph, format, ix).const_i64("shape", values);
+    graph.connect(c, ix, 1);
+    graph.node_mut(ix).dirty = true;
+    let n = graph.node(ix);
+    report.change(|| Change {
+        node: n.name.to_string(),
+        op: n.op_type.to_string(),
+        what: format!(
+            "target read from a constant {values:?} (the output shape the inference knows)"
+        ),
+        before: None,
+        after: None,
+    });
 }

@@ -165,6 +165,10 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     run_open(model, &shape::Seeds::default(), &shape::no_holders, report).map(|_| ())
 }
 
+/// The slices left open (see [`run_open`]) and the facts the run computed, which hold for the
+/// graph as long as no pass rewrites it (`fold` reads values from them).
+pub(crate) type OpenAndFacts = (Vec<petgraph::stable_graph::NodeIndex>, shape::Facts);
+
 /// [`run`], also listing the slices left open: skipped, or with an output dim known only by
 /// its bounds. Only such a slice can gain from running again after `fold` (an exact dim,
 /// number or expression, is the same whatever folding did upstream). `seeds`: what is known
@@ -175,7 +179,7 @@ pub(crate) fn run_open(
     seeds: &shape::Seeds,
     holders: &shape::HolderRule,
     report: &mut PassReport,
-) -> Result<Vec<petgraph::stable_graph::NodeIndex>> {
+) -> Result<OpenAndFacts> {
     let mut open = Vec::new();
     let order = model
         .graph()
@@ -263,5 +267,5 @@ pub(crate) fn run_open(
             }
         }
     }
-    Ok(open)
+    Ok((open, facts))
 }

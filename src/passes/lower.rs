@@ -524,7 +524,7 @@ fn emit_slice(
         let (params, lens) = if cx.facts.constant {
             (None, (0, 0))
         } else {
-            let params = (param(b, cx.sn.ports.begin)?, param(b, cx.sn.ports.end)?);
+            let params = (param(b, cx.sn.ports().begin)?, param(b, cx.sn.ports().end)?);
             let len = cx.sn.provenance.len;
             (Some(params), (len, len))
         };

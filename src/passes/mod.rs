@@ -14,6 +14,7 @@ pub mod build;
 pub mod cleanup;
 pub mod fold;
 pub mod infer;
+pub(crate) mod inline_if;
 pub mod lower;
 pub mod patch;
 pub mod raise;

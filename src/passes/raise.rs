@@ -380,8 +380,8 @@ fn run_time_params(
     // first element: such begins are raised to -dim first.
     let clamp_begin = !ir && ents.iter().any(|e| e.begin_src.is_some() && e.stride < 0);
     Ok(Params {
-        start: input(sn.ports.begin)?,
-        stop: input(sn.ports.end)?,
+        start: input(sn.ports().begin)?,
+        stop: input(sn.ports().end)?,
         n,
         axes,
         dims: dims.to_vec(),

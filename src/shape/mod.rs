@@ -30,6 +30,8 @@ mod manip;
 mod matmul;
 mod reduce;
 mod reshape;
+
+pub(crate) use reshape::constant_target as constant_reshape_target;
 mod rnn;
 pub mod slice;
 pub mod slice_node;

@@ -187,6 +187,55 @@ fn quotient_bounds(num: &[&Dim], den: &[&Dim]) -> Dim {
     Dim::unknown_bounded(lo, phi.map(|ph| ph / qlo))
 }
 
+/// The constant target a `Reshape` whose target is computed (not a constant) can read instead,
+/// from the exact output shape `facts` know: every dim but at most one known, the one left
+/// written `-1` (onnxslim's rule on `reshape(x, concat([shape(x)[:1], [-1]]))`, which makes the
+/// `Shape`, `Slice` and `Concat` in front of it dead; `fold` applies it). Reshape gives the same
+/// shape from it: the known dims as they are, and the `-1` the element count divided by their
+/// product, which is the dim left since the output holds every element. Not where a known dim
+/// is 0 (a `0` is a copy of the input's dim under `allowzero = 0` / `special_zero`, and a `-1`
+/// beside a 0 is refused).
+pub(crate) fn constant_target(
+    graph: &crate::ir::Graph,
+    facts: &super::Facts,
+    ix: petgraph::stable_graph::NodeIndex,
+) -> Option<Vec<i64>> {
+    let n = graph.node(ix);
+    let reshape = n.op_type == "Reshape" && matches!(&*n.domain, "" | "ai.onnx" | "opset1");
+    if !reshape || n.kind != crate::ir::NodeKind::Op || n.num_inputs != 2 || n.outputs.len() != 1 {
+        return None;
+    }
+    let target = graph.input(ix, 1)?;
+    if graph.constant_at(target).is_some() {
+        return None;
+    }
+    let dims = facts
+        .get(crate::ir::OutletId { node: ix, port: 0 })
+        .shape
+        .as_ref()?;
+    let t = facts.get(target);
+    if t.shape
+        .as_deref()
+        .map(|s| s.iter().map(Dim::as_known).collect::<Vec<_>>())
+        != Some(vec![Some(dims.len() as i64)])
+    {
+        return None;
+    }
+    let mut unknown = 0;
+    let values: Vec<i64> = dims
+        .iter()
+        .map(|d| match d.as_known() {
+            Some(k) if k > 0 => Some(k),
+            Some(_) => None,
+            None => {
+                unknown += 1;
+                Some(-1)
+            }
+        })
+        .collect::<Option<_>>()?;
+    (unknown <= 1).then_some(values)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

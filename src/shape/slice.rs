@@ -24,25 +24,25 @@ pub fn slice_dims(
         .as_deref()
         .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))?;
     // Begins and ends that are not constants but expressions (`k_len - q_len`, `-seq` computed
-    // from `Shape`) go where the decoder says each element is read.
-    let (params, edges) = if sn.plan.is_constant() {
-        (SymParams::default(), None)
+    // from `Shape`) go where the decoder says each element is read. A constant plan has none:
+    // it is resolved with no parameters (not an empty set built and dropped for each slice).
+    let mut out = if sn.plan.is_constant() {
+        semantics::resolve_dims_sym(&sn.plan, dims, op.clamp(), &NO_PARAMS)
     } else {
         let values = |port: Option<usize>| list_value(graph, facts, ix, port);
         let mut params = SymParams::from_provenance(
             &sn.provenance,
-            values(sn.ports.begin),
-            values(sn.ports.end),
+            values(sn.ports().begin),
+            values(sn.ports().end),
         );
         let edges = ends_at_dim(&sn.plan, dims, &mut params);
-        (params, edges)
-    };
-    let mut out = semantics::resolve_dims_sym(
-        edges.as_ref().unwrap_or(&sn.plan),
-        dims,
-        op.clamp(),
-        &params,
-    )
+        semantics::resolve_dims_sym(
+            edges.as_ref().unwrap_or(&sn.plan),
+            dims,
+            op.clamp(),
+            &params,
+        )
+    }
     .map_err(DecodeError::Invalid)?;
     // Runtimes that disagree on this node (issue 42, pattern G): a dim that holds for each reading.
     if let Some(split) = slice_node::runtime_split(op, &sn.plan, dims) {
@@ -50,6 +50,12 @@ pub fn slice_dims(
     }
     Ok((sn, out))
 }
+
+/// The parameters of a constant plan: none.
+static NO_PARAMS: SymParams = SymParams {
+    begin: Vec::new(),
+    end: Vec::new(),
+};
 
 /// A positive-step range whose end is the axis's own symbolic dim (`x[0:n]` on an axis of size
 /// `n`, with `n` read by `Shape`: how exporters write "to the end") stops at the edge, for every

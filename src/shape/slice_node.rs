@@ -120,8 +120,13 @@ pub struct SliceNode {
     /// Which element of the begin and end lists each plan entry reads. Empty (the default)
     /// when the plan is constant: every bound is in the plan, there is nothing to place.
     pub provenance: Provenance,
-    /// The input port of each list.
-    pub ports: SlicePorts,
+}
+
+impl SliceNode {
+    /// The input port of each list (the op's: [`SliceOp::ports`]).
+    pub fn ports(&self) -> SlicePorts {
+        self.op.ports()
+    }
 }
 
 /// Why a slice node could not be decoded.
@@ -152,16 +157,91 @@ pub fn declared_shape(graph: &Graph, outlet: OutletId) -> Option<Vec<DeclaredDim
     graph.value(outlet)?.ty.shape.clone()
 }
 
-/// A parameter input as values (`None` elements = not constant). `Ok(None)` when the input is
-/// omitted.
+/// A short list on the stack: a slice's parameter lists have a few elements (one per sliced
+/// axis), and slices are decoded by the hundred thousand, four lists each: no allocation for
+/// up to [`INLINE`] elements, a vector beyond.
+enum List<T> {
+    Inline(usize, [T; INLINE]),
+    Heap(Vec<T>),
+}
+
+/// The longest list [`List`] keeps on the stack.
+const INLINE: usize = 4;
+
+impl<T: Copy + Default> List<T> {
+    /// The items of `it`, in order.
+    #[inline]
+    fn collect(it: impl ExactSizeIterator<Item = T>) -> List<T> {
+        if it.len() > INLINE {
+            return List::Heap(it.collect());
+        }
+        let mut buf = [T::default(); INLINE];
+        let mut n = 0;
+        for (slot, v) in buf.iter_mut().zip(it) {
+            *slot = v;
+            n += 1;
+        }
+        List::Inline(n, buf)
+    }
+
+    /// `n` copies of `v`.
+    fn filled(v: T, n: usize) -> List<T> {
+        List::collect(std::iter::repeat_n(v, n))
+    }
+
+    /// As a vector (for the decoders that keep their lists).
+    fn into_vec(self) -> Vec<T> {
+        match self {
+            List::Inline(n, buf) => buf[..n].to_vec(),
+            List::Heap(v) => v,
+        }
+    }
+}
+
+impl<T> std::ops::Deref for List<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            List::Inline(n, buf) => &buf[..*n],
+            List::Heap(v) => v,
+        }
+    }
+}
+
+/// One list input of a slice node: its values (`None` elements = not constant).
+type Param = List<Option<i64>>;
+
+/// The most inputs a slice op has (data, begin, end, and steps and axes).
+const MAX_INPUTS: usize = 5;
+
+/// What feeds each of the first [`MAX_INPUTS`] inputs of `node` (`None`: not connected): what
+/// [`Graph::input`] gives for each port, read in one walk of the node's edges.
+fn slice_inputs(graph: &Graph, node: NodeIndex) -> [Option<OutletId>; MAX_INPUTS] {
+    use petgraph::visit::EdgeRef;
+    let mut out = [None; MAX_INPUTS];
+    for e in graph.g.edges_directed(node, petgraph::Direction::Incoming) {
+        // The first edge of a port, as `Graph::input` finds it.
+        if let Some(slot @ None) = out.get_mut(e.weight().dst_port as usize) {
+            *slot = Some(OutletId {
+                node: e.source(),
+                port: e.weight().src_port as usize,
+            });
+        }
+    }
+    out
+}
+
+/// A parameter input as values (`None` elements = not constant): the list that `src` (what
+/// feeds input `port`) gives. `Ok(None)` when the input is omitted.
+#[inline]
 fn param(
     graph: &Graph,
     facts: Option<&Facts>,
-    node: NodeIndex,
+    src: Option<OutletId>,
     port: usize,
     what: &str,
-) -> Result<Option<Vec<Option<i64>>>, DecodeError> {
-    let Some(src) = graph.input(node, port) else {
+) -> Result<Option<Param>, DecodeError> {
+    let Some(src) = src else {
         return Ok(None);
     };
     if let Some(t) = graph.constant_at(src) {
@@ -177,41 +257,78 @@ fn param(
                 t.shape
             )));
         }
-        // Read in place into the one vector returned (not collected twice: slices are decoded
+        // Read in place into the one list returned (not collected twice: slices are decoded
         // by the hundred thousand).
         let v = t.i64_values().ok_or_else(|| {
             DecodeError::Malformed(format!("input {port} ({what}): unreadable data"))
         })?;
-        return Ok(Some(v.map(Some).collect()));
+        return Ok(Some(List::collect(v.map(Some))));
     }
     if let Some(f) = facts.map(|f| f.get(src)) {
         // Propagated facts: the value (known elements as integers), else the length.
         match (&f.value, f.shape.as_deref()) {
-            (Some(v), Some([_])) => return Ok(Some(v.iter().map(Dim::as_known).collect())),
+            (Some(v), Some([_])) => return Ok(Some(List::collect(v.iter().map(Dim::as_known)))),
             (_, Some([n])) => {
                 if let Some(n) = n.as_known().filter(|&n| (0..=1 << 16).contains(&n)) {
-                    return Ok(Some(vec![None; n as usize]));
+                    return Ok(Some(List::filled(None, n as usize)));
                 }
             }
             _ => {}
         }
     }
     match declared_shape(graph, src).as_deref() {
-        Some([DeclaredDim::Known(n)]) if *n <= 1 << 16 => Ok(Some(vec![None; *n as usize])),
+        Some([DeclaredDim::Known(n)]) if *n <= 1 << 16 => Ok(Some(List::filled(None, *n as usize))),
         _ => Err(DecodeError::Unknown(format!(
             "input {port} ({what}) is neither constant nor of known length"
         ))),
     }
 }
 
-fn known_axes(v: Option<Vec<Option<i64>>>, what: &str) -> Result<Option<Vec<i64>>, DecodeError> {
+/// The parameter list at `port` of a node whose inputs are `inputs` (`port` `None`: the op has
+/// no such list; `Ok(None)`: the list or the input is absent).
+#[inline]
+fn param_at(
+    graph: &Graph,
+    facts: Option<&Facts>,
+    inputs: &[Option<OutletId>; MAX_INPUTS],
+    port: Option<usize>,
+    what: &str,
+) -> Result<Option<Param>, DecodeError> {
+    match port {
+        Some(port) => param(
+            graph,
+            facts,
+            inputs.get(port).copied().flatten(),
+            port,
+            what,
+        ),
+        None => Ok(None),
+    }
+}
+
+/// [`param_at`] for a list the op requires.
+#[inline]
+fn required_at(
+    graph: &Graph,
+    facts: Option<&Facts>,
+    inputs: &[Option<OutletId>; MAX_INPUTS],
+    port: Option<usize>,
+    what: &str,
+) -> Result<Param, DecodeError> {
+    let Some(port) = port else {
+        return Err(DecodeError::Malformed(format!("no {what} input")));
+    };
+    param_at(graph, facts, inputs, Some(port), what)?
+        .ok_or_else(|| DecodeError::Malformed(format!("input {port} ({what}) is missing")))
+}
+
+fn known_axes(v: Option<Param>, what: &str) -> Result<Option<List<i64>>, DecodeError> {
     match v {
         None => Ok(None),
-        Some(v) => v
-            .into_iter()
-            .collect::<Option<Vec<i64>>>()
-            .map(Some)
-            .ok_or_else(|| DecodeError::Unknown(format!("{what} are not constant"))),
+        Some(v) => match v.iter().all(Option::is_some) {
+            true => Ok(Some(List::collect(v.iter().map(|a| a.unwrap_or_default())))),
+            false => Err(DecodeError::Unknown(format!("{what} are not constant"))),
+        },
     }
 }
 
@@ -238,24 +355,17 @@ pub fn decode_with(
     op: SliceOp,
     facts: Option<&Facts>,
 ) -> Result<SliceNode, DecodeError> {
-    let data = graph
-        .input(node, 0)
-        .ok_or_else(|| DecodeError::Malformed("the data input (0) is missing".into()))?;
+    let inputs = slice_inputs(graph, node);
+    let data =
+        inputs[0].ok_or_else(|| DecodeError::Malformed("the data input (0) is missing".into()))?;
     let rank = facts
         .and_then(|f| f.get(data).rank())
         .or_else(|| declared_shape(graph, data).map(|s| s.len()))
         .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))?;
     let ports = op.ports();
     // A list input: its port, and the name the op's spec gives it (for errors).
-    let required = |port: Option<usize>, what: &str| {
-        let port = port.ok_or_else(|| DecodeError::Malformed(format!("no {what} input")))?;
-        param(graph, facts, node, port, what)?
-            .ok_or_else(|| DecodeError::Malformed(format!("input {port} ({what}) is missing")))
-    };
-    let optional = |port: Option<usize>, what: &str| match port {
-        Some(port) => param(graph, facts, node, port, what),
-        None => Ok(None),
-    };
+    let required = |port: Option<usize>, what: &str| required_at(graph, facts, &inputs, port, what);
+    let optional = |port: Option<usize>, what: &str| param_at(graph, facts, &inputs, port, what);
     // The provenance is computed only for a plan that is not constant: no pass reads it
     // otherwise (every bound is in the plan), and slices are decoded by the hundred thousand.
     let lazy = |plan: SlicePlan, axes: Option<&[i64]>, len: usize| {
@@ -307,7 +417,7 @@ pub fn decode_with(
                 .map(|plan| lazy(plan, axes.as_deref(), start.len()))
         }
         SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
-            let (spec, flavour) = strided_slice_spec_with(graph, facts, node, op)?;
+            let (spec, flavour) = spec_of(graph, facts, &inputs, node, op)?;
             semantics::decode::strided_slice_with_provenance(&spec, flavour, rank).map(
                 |(plan, provenance)| match plan.is_constant() {
                     true => (plan, Provenance::default()),
@@ -322,7 +432,6 @@ pub fn decode_with(
         data,
         plan,
         provenance,
-        ports,
     })
 }
 
@@ -333,12 +442,15 @@ pub fn strided_slice_spec(
     node: NodeIndex,
     op: SliceOp,
 ) -> Result<(StridedSliceSpec, Flavour), DecodeError> {
-    strided_slice_spec_with(graph, None, node, op)
+    spec_of(graph, None, &slice_inputs(graph, node), node, op)
 }
 
-fn strided_slice_spec_with(
+/// [`strided_slice_spec`] of a node whose inputs are `inputs`, reading the lists from `facts`
+/// too.
+fn spec_of(
     graph: &Graph,
     facts: Option<&Facts>,
+    inputs: &[Option<OutletId>; MAX_INPUTS],
     node: NodeIndex,
     op: SliceOp,
 ) -> Result<(StridedSliceSpec, Flavour), DecodeError> {
@@ -346,9 +458,8 @@ fn strided_slice_spec_with(
     match op {
         SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
             let ports = op.ports();
-            let list = |port: Option<usize>, what: &str| match port {
-                Some(port) => param(graph, facts, node, port, what),
-                None => Ok(None),
+            let list = |port: Option<usize>, what: &str| {
+                param_at(graph, facts, inputs, port, what).map(|v| v.map(List::into_vec))
             };
             let missing = |port: Option<usize>, what: &str| {
                 let port = port.map_or_else(|| "?".to_string(), |p| p.to_string());

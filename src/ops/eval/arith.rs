@@ -9,6 +9,7 @@ use crate::ir::{Attr, DType, Tensor, TensorData};
 use crate::ops::attrs;
 use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
+use super::float::{self, FBin};
 use super::{cast, check_size, count, EvalError};
 
 /// An integer element-wise binary operation (see [`arith`]).
@@ -213,11 +214,20 @@ pub(crate) const OPS: &[OpEntry] = &[
     row("ConstantOfShape", Onnx, constant_of_shape_node),
 ];
 
-/// An element-wise integer operation of two constant inputs; float arithmetic is not shape
-/// arithmetic and is left to the runtime.
+/// An element-wise operation of two constant inputs: integers here, floats in `float.rs`
+/// (both divisions are the true division there).
 fn binary_node(i: &Inputs, op: Arith) -> Result<Tensor, NoEval> {
     match i.consts {
         [Some(a), Some(b)] if a.dtype.is_index_type() => Ok(arith(a, b, op, i.limit)?),
+        [Some(a), Some(_)] if float::is_float(a.dtype) => {
+            let op = match op {
+                Arith::Add => FBin::Add,
+                Arith::Sub => FBin::Sub,
+                Arith::Mul => FBin::Mul,
+                Arith::DivTrunc | Arith::DivFloor => FBin::Div,
+            };
+            float::binary_node(i, op)
+        }
         _ => Err(NoEval::Silent),
     }
 }
@@ -233,6 +243,9 @@ fn ov_divide_node(i: &Inputs) -> Result<Tensor, NoEval> {
 
 fn range_node(i: &Inputs) -> Result<Tensor, NoEval> {
     match i.consts {
+        [Some(s), Some(e), Some(d)] if float::is_float(s.dtype) => {
+            Ok(float::range(s, e, d, i.limit)?)
+        }
         [Some(s), Some(e), Some(d)] => Ok(range(s, e, d, i.limit)?),
         _ => Err(NoEval::Silent),
     }

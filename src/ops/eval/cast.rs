@@ -12,7 +12,10 @@ use super::{check_size, count, EvalError};
 
 /// Converts numeric values between element types (shape arithmetic and small constants):
 /// integers, bool, f16, bf16, f32, f64. Float to integer truncates toward zero, as ONNX `Cast`
-/// and OpenVINO `Convert` do for in-range values.
+/// and OpenVINO `Convert` do for in-range values; a NaN, an infinity or a value whose truncation
+/// is outside the target type is not converted (the spec leaves it undefined and the runtimes'
+/// answers depend on the instruction set). An integer becomes the nearest float of the target
+/// type, rounded once (an `i64` to `f32` directly, not through `f64`).
 pub fn cast(t: &Tensor, to: DType, limit: u64) -> Result<Tensor, EvalError> {
     use DType::*;
     let n = count(&t.shape)?;
@@ -66,11 +69,27 @@ pub fn cast(t: &Tensor, to: DType, limit: u64) -> Result<Tensor, EvalError> {
             F32 => V::F(f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64),
             _ => V::F(f64::from_le_bytes(arr(b))),
         };
-        let as_int = |v: &V| -> i128 {
+        let (lo, hi): (i128, i128) = match to {
+            I64 => (i64::MIN.into(), i64::MAX.into()),
+            I32 => (i32::MIN.into(), i32::MAX.into()),
+            I16 => (i16::MIN.into(), i16::MAX.into()),
+            I8 => (i8::MIN.into(), i8::MAX.into()),
+            U64 => (0, u64::MAX.into()),
+            U32 => (0, u32::MAX.into()),
+            U16 => (0, u16::MAX.into()),
+            U8 => (0, u8::MAX.into()),
+            _ => (i128::MIN, i128::MAX),
+        };
+        let as_int = |v: &V| -> Result<i128, EvalError> {
             match v {
-                V::I(i) => *i,
-                V::F(f) if f.is_nan() => 0,
-                V::F(f) => f.trunc().clamp(i128::MIN as f64, i128::MAX as f64) as i128,
+                V::I(i) => Ok(*i),
+                // |f| < 2^127 here, so the truncation is exact in i128.
+                V::F(f) if f.is_finite() && (lo as f64..hi as f64 + 1.0).contains(&f.trunc()) => {
+                    Ok(f.trunc() as i128)
+                }
+                V::F(f) => Err(EvalError::Unsupported(format!(
+                    "cast of {f} to {to:?} (outside the type: undefined)"
+                ))),
             }
         };
         let as_f = |v: &V| -> f64 {
@@ -80,21 +99,27 @@ pub fn cast(t: &Tensor, to: DType, limit: u64) -> Result<Tensor, EvalError> {
             }
         };
         match to {
-            I64 => out.extend_from_slice(&(as_int(&v) as i64).to_le_bytes()),
-            I32 => out.extend_from_slice(&(as_int(&v) as i32).to_le_bytes()),
-            I16 => out.extend_from_slice(&(as_int(&v) as i16).to_le_bytes()),
-            I8 => out.push(as_int(&v) as i8 as u8),
-            U64 => out.extend_from_slice(&(as_int(&v) as u64).to_le_bytes()),
-            U32 => out.extend_from_slice(&(as_int(&v) as u32).to_le_bytes()),
-            U16 => out.extend_from_slice(&(as_int(&v) as u16).to_le_bytes()),
-            U8 => out.push(as_int(&v) as u8),
+            I64 => out.extend_from_slice(&(as_int(&v)? as i64).to_le_bytes()),
+            I32 => out.extend_from_slice(&(as_int(&v)? as i32).to_le_bytes()),
+            I16 => out.extend_from_slice(&(as_int(&v)? as i16).to_le_bytes()),
+            I8 => out.push(as_int(&v)? as i8 as u8),
+            U64 => out.extend_from_slice(&(as_int(&v)? as u64).to_le_bytes()),
+            U32 => out.extend_from_slice(&(as_int(&v)? as u32).to_le_bytes()),
+            U16 => out.extend_from_slice(&(as_int(&v)? as u16).to_le_bytes()),
+            U8 => out.push(as_int(&v)? as u8),
             Bool => out.push(match v {
                 V::I(i) => (i != 0) as u8,
                 V::F(f) => (f != 0.0) as u8,
             }),
             F16 => out.extend_from_slice(&half::f16::from_f64(as_f(&v)).to_le_bytes()),
             BF16 => out.extend_from_slice(&half::bf16::from_f64(as_f(&v)).to_le_bytes()),
-            F32 => out.extend_from_slice(&(as_f(&v) as f32).to_le_bytes()),
+            F32 => {
+                let f = match v {
+                    V::I(i) => i as f32,
+                    V::F(f) => f as f32,
+                };
+                out.extend_from_slice(&f.to_le_bytes())
+            }
             _ => out.extend_from_slice(&as_f(&v).to_le_bytes()),
         }
     }

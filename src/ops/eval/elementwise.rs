@@ -3,8 +3,8 @@
 //! `Neg`/`Abs`, `Mod`/`FloorMod`, the broadcasts `Expand`/`Broadcast`, `Trilu`, and their rows of
 //! the fold table (`OPS`, near the end). Their shape rules are in `shape/elementwise.rs`.
 //!
-//! Comparisons, logic, `Min`/`Max`, `Neg`/`Abs` and `Mod` are folded on integer (and boolean)
-//! tensors only, with the runtimes' integer semantics; `Where`, `Expand` and `Trilu` move
+//! Logic and `Mod` are folded on integer (and boolean) tensors only, with the runtimes' integer
+//! semantics; comparisons, `Min`/`Max`, `Neg`/`Abs` also on `f32`/`f64` (`float.rs`); `Where`, `Expand` and `Trilu` move
 //! elements without computing on them, so they fold for every whole-byte element type.
 
 use bytes::Bytes;
@@ -15,6 +15,7 @@ use crate::ops::attrs;
 use crate::ops::registry::{row, Inputs, NoEval, OpEntry};
 
 use super::arith::{broadcast_offsets, broadcast_shape};
+use super::float::{self, FBin, FCmp, FUn};
 use super::{cast, check_size, count, EvalError};
 
 /// An integer element-wise operation of two or more inputs (see [`combine`]).
@@ -343,8 +344,25 @@ fn ov_binary_node(i: &Inputs) -> Result<Tensor, NoEval> {
     combine_node(i, op)
 }
 
-/// Integer and boolean inputs only: comparisons and arithmetic of floats are left to the runtime.
+/// Integer and boolean inputs here; comparisons and `Min`/`Max` of floats in `float.rs`.
 fn combine_node(i: &Inputs, op: Op2) -> Result<Tensor, NoEval> {
+    match (op, i.input(0)) {
+        (Op2::Min, Some(t)) if float::is_float(t.dtype) => return float::binary_node(i, FBin::Min),
+        (Op2::Max, Some(t)) if float::is_float(t.dtype) => return float::binary_node(i, FBin::Max),
+        (_, Some(t)) if float::is_float(t.dtype) => {
+            let cmp = match op {
+                Op2::Equal => FCmp::Equal,
+                Op2::NotEqual => FCmp::NotEqual,
+                Op2::Less => FCmp::Less,
+                Op2::LessEq => FCmp::LessEq,
+                Op2::Greater => FCmp::Greater,
+                Op2::GreaterEq => FCmp::GreaterEq,
+                _ => return Err(NoEval::Silent),
+            };
+            return float::compare_node(i, cmp);
+        }
+        _ => {}
+    }
     let inputs: Vec<&Tensor> = i.consts.iter().flatten().copied().collect();
     if inputs.is_empty() || inputs.len() != i.consts.len() || !integer_or_bool(inputs[0].dtype) {
         return Err(NoEval::Silent);
@@ -366,6 +384,11 @@ fn onnx_mod_node(i: &Inputs) -> Result<Tensor, NoEval> {
 }
 
 fn unary_node(i: &Inputs, op: Op1) -> Result<Tensor, NoEval> {
+    match (op, i.consts) {
+        (Op1::Neg, [Some(t)]) if float::is_float(t.dtype) => return float::unary_node(i, FUn::Neg),
+        (Op1::Abs, [Some(t)]) if float::is_float(t.dtype) => return float::unary_node(i, FUn::Abs),
+        _ => {}
+    }
     match i.consts {
         [Some(t)] if integer_or_bool(t.dtype) => Ok(unary(t, op, i.limit)?),
         _ => Err(NoEval::Silent),

@@ -1,5 +1,5 @@
 //! Values of the shape-manipulating ops: `Concat`, `Reshape` (and its target with `0` and
-//! `-1`), `Squeeze`, `Unsqueeze`, `Identity`; their rows of the fold table (`OPS`, near the
+//! `-1`), `Squeeze`, `Unsqueeze`, `Identity`, `Transpose`; their rows of the fold table (`OPS`, near the
 //! end). Their shape rules are in `shape/manip.rs` and `shape/reshape.rs` (Identity's in
 //! `shape/elementwise.rs`).
 
@@ -197,6 +197,72 @@ pub fn unsqueeze_shape(shape: &[u64], axes: &[i64]) -> Result<Vec<u64>, EvalErro
         .collect())
 }
 
+/// `t` with its axes permuted: output axis `k` is input axis `perm[k]` (ONNX and OpenVINO
+/// `Transpose`); an empty `perm` reverses the axes. Element bytes are moved, not computed on.
+pub fn transpose(t: &Tensor, perm: &[i64], limit: u64) -> Result<Tensor, EvalError> {
+    let r = t.shape.len();
+    let perm: Vec<usize> = if perm.is_empty() {
+        (0..r).rev().collect()
+    } else {
+        perm.iter()
+            .map(|&p| {
+                let p = if p < 0 { p + r as i64 } else { p };
+                usize::try_from(p).ok().filter(|&p| p < r)
+            })
+            .collect::<Option<_>>()
+            .ok_or_else(|| EvalError::Invalid(format!("perm {perm:?} for rank {r}")))?
+    };
+    let mut seen = vec![false; r];
+    if perm.len() != r || perm.iter().any(|&p| std::mem::replace(&mut seen[p], true)) {
+        return Err(EvalError::Invalid(format!("perm {perm:?} for rank {r}")));
+    }
+    let n = count(&t.shape)?;
+    check_size(t.dtype, n, limit)?;
+    let raw = t
+        .raw()
+        .ok_or_else(|| EvalError::Unsupported("Transpose of strings".into()))?;
+    if t.dtype.bits() % 8 != 0 || t.dtype.bits() == 0 {
+        return Err(EvalError::Unsupported(format!(
+            "Transpose of {:?}",
+            t.dtype
+        )));
+    }
+    let w = t.dtype.bits() / 8;
+    if (raw.len() as u64) < n * w as u64 {
+        return Err(EvalError::Invalid(
+            "constant data shorter than its shape".into(),
+        ));
+    }
+    let shape: Vec<u64> = perm.iter().map(|&p| t.shape[p]).collect();
+    // Input strides, in elements, read in output axis order.
+    let mut in_strides = vec![0u64; r];
+    let mut acc = 1u64;
+    for k in (0..r).rev() {
+        in_strides[k] = acc;
+        acc *= t.shape[k];
+    }
+    let strides: Vec<u64> = perm.iter().map(|&p| in_strides[p]).collect();
+    let mut buf = Vec::with_capacity(n as usize * w);
+    let mut idx = vec![0u64; r];
+    for _ in 0..n {
+        let o: u64 = idx.iter().zip(&strides).map(|(i, s)| i * s).sum();
+        let o = o as usize * w;
+        buf.extend_from_slice(&raw[o..o + w]);
+        for ax in (0..r).rev() {
+            idx[ax] += 1;
+            if idx[ax] < shape[ax] {
+                break;
+            }
+            idx[ax] = 0;
+        }
+    }
+    Ok(Tensor {
+        dtype: t.dtype,
+        shape,
+        data: TensorData::Raw(Bytes::from(buf)),
+    })
+}
+
 // The ops of this family that `fold` evaluates on constants: their rows of
 // `ops::registry::OPS`, and the functions reading a node's inputs and attributes.
 
@@ -211,7 +277,23 @@ pub(crate) const OPS: &[OpEntry] = &[
     row("Unsqueeze", OpenVino, unsqueeze_node),
     row("Reshape", Onnx, reshape_node),
     row("Reshape", OpenVino, reshape_node),
+    row("Transpose", Onnx, transpose_node),
+    row("Transpose", OpenVino, transpose_node),
 ];
+
+/// ONNX: `perm` attribute (default: reversed axes); OpenVINO: `order` input 1 (empty: reversed).
+fn transpose_node(i: &Inputs) -> Result<Tensor, NoEval> {
+    let data = i.input(0).ok_or(NoEval::Silent)?;
+    let perm = match i.dialect {
+        crate::ir::Format::Onnx => match i.node.attr_ints("perm") {
+            Some(Ok(p)) => p,
+            Some(Err(e)) => return Err(NoEval::Skip(e)),
+            None => Vec::new(),
+        },
+        crate::ir::Format::OpenVino => attrs::input_ints(Some(i.input(1).ok_or(NoEval::Silent)?))?,
+    };
+    Ok(transpose(data, &perm, i.limit)?)
+}
 
 fn identity_node(i: &Inputs) -> Result<Tensor, NoEval> {
     i.input(0).cloned().ok_or(NoEval::Silent)
@@ -253,6 +335,18 @@ mod tests {
         let t = concat(&[&arange(vec![2, 2]), &arange(vec![2, 1])], -1, 1 << 20).expect("concat");
         assert_eq!(t.shape, vec![2, 3]);
         assert_eq!(t.to_i64_vec().expect("ints"), vec![0, 1, 0, 2, 3, 1]);
+    }
+
+    /// numpy: np.arange(6).reshape(1, 2, 3).transpose(2, 0, 1).ravel() = [0, 3, 1, 4, 2, 5];
+    /// no perm reverses the axes (np.transpose).
+    #[test]
+    fn transpose_moves_elements() {
+        let t = transpose(&arange(vec![1, 2, 3]), &[2, 0, 1], 1 << 20).expect("transpose");
+        assert_eq!(t.shape, vec![3, 1, 2]);
+        assert_eq!(t.to_i64_vec().expect("ints"), vec![0, 3, 1, 4, 2, 5]);
+        let t = transpose(&arange(vec![2, 3]), &[], 1 << 20).expect("transpose");
+        assert_eq!(t.to_i64_vec().expect("ints"), vec![0, 3, 1, 4, 2, 5]);
+        assert!(transpose(&arange(vec![2, 3]), &[0, 0], 1 << 20).is_err());
     }
 
     #[test]

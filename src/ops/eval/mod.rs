@@ -3,7 +3,8 @@
 //!
 //! One file per op family, the same families as `shape/`: `slice.rs` (take, slice, gather),
 //! `manip.rs` (concat, reshape, squeeze, unsqueeze), `cast.rs`, `arith.rs` (broadcasting
-//! integer arithmetic, range, fill), `shape_of.rs` (`Shape`, `ShapeOf`). The computations are
+//! integer arithmetic, range, fill), `float.rs` (float arithmetic, `Sqrt`, `Floor`…, `Clip`),
+//! `shape_of.rs` (`Shape`, `ShapeOf`). The computations are
 //! re-exported here, so `eval::reshape` and `eval::manip::reshape` are the same function.
 //!
 //! Each family file also declares the ops of its family that `fold` evaluates: a table `OPS` of
@@ -19,6 +20,7 @@ use crate::semantics;
 pub mod arith;
 pub mod cast;
 pub mod elementwise;
+pub mod float;
 pub mod manip;
 pub mod reduce;
 pub mod shape_of;

@@ -726,6 +726,24 @@ fn says_more(v: &Dim) -> bool {
     !v.is_known()
 }
 
+/// The output dim of a range of a known dim `d` whose bounds are in the plan (no `Dynamic`,
+/// a known non-zero step): what [`range_dim_sym`] gives for them (its concrete rule, and the
+/// whole axis `d` itself, which the rule gives too). `None` otherwise.
+fn range_constant(
+    d: u64,
+    begin: Bound,
+    end: Bound,
+    step: Option<i64>,
+    clamp: Clamp,
+) -> Option<i64> {
+    let s = step.filter(|&s| s != 0)?;
+    if begin == Bound::Dynamic || end == Bound::Dynamic {
+        return None;
+    }
+    let (_, len) = range_concrete(i128::from(d), begin, end, s, clamp).ok()?;
+    i64::try_from(len).ok()
+}
+
 /// Output dims of a plan whose `Dynamic` begins/ends may be given as expressions (`params`, see
 /// [`SymParams::from_provenance`]): exact for every value of the symbols. A shrink with a symbolic index
 /// is not checked against the dim.
@@ -763,6 +781,13 @@ pub fn resolve_dims_sym(
                 if let Some(d) = dims[axis].as_known() {
                     let d = u64::try_from(d).map_err(|_| SliceError::DimTooLarge(0))?;
                     check_index(axis, check, d)?;
+                    // Constant bounds on a known dim (most slices of real models): the
+                    // concrete rule, as `range_dim_sym` applies it, without building its
+                    // symbolic bounds.
+                    if let Some(len) = range_constant(d, begin, end, step, clamp) {
+                        out.push(Dim::known(len));
+                        continue;
+                    }
                 }
                 let (b, e) = (pick(&params.begin, begin), pick(&params.end, end));
                 out.push(range_dim_sym(&dims[axis], &b, &e, step, clamp));
