@@ -185,7 +185,12 @@ fn raise_lowered(
     if (0..rank).any(|a| u.single[a].is_some() && !removed(a)) {
         return None;
     }
-    let cols = raising::columns_in_place(&f.1, &u.ents, u.n)?;
+    let mut cols = raising::columns_in_place(&f.1, &u.ents, u.n)?;
+    if raising::ov_cpu_entries_short(&f.1, &cols) {
+        // Every axis named (the events after the first `n` keep whole axes): begin and end
+        // get constants appended for them (not read in place any more).
+        cols = (0..f.1.len()).map(Some).collect();
+    }
     let params = Params {
         cols: Some(cols),
         start: u.begin,
@@ -421,7 +426,8 @@ struct Source {
 
 /// A Slice's starts and ends taken at run time.
 struct Params {
-    /// The StridedSlice entries, when they read the parameters in place; `None`: one per event
+    /// The StridedSlice entries, when they are chosen to read the parameters in place (or one
+    /// per event, appended to them: [`raising::ov_cpu_entries_short`]); `None`: one per event
     /// (no ellipsis: OpenVINO's CPU plugin cannot run some with run-time bounds).
     cols: Option<Vec<Option<usize>>>,
     start: OutletId,
@@ -474,6 +480,16 @@ fn assemble(
     let in_order = srcs.len() == p.n && srcs.iter().enumerate().all(|(k, s)| *s == Some(k));
     if in_order {
         return Ok(x);
+    }
+    // Read in place, then constants only (the entries `raise_lowered` appends): a Concat does.
+    let (head, tail) = srcs.split_at(p.n.min(srcs.len()));
+    if p.cols.is_some()
+        && head.len() == p.n
+        && (head.iter().zip(masked).enumerate()).all(|(k, (s, &m))| s.map_or(m, |j| j == k))
+        && tail.iter().all(Option::is_none)
+    {
+        let c = b.const_i64(&format!("{what}_appended"), &consts[p.n..]);
+        return Ok(b.concat0(&[x, c], Some(srcs.len() as u64)));
     }
     let mut pool: Vec<i64> = Vec::new();
     let idx: Vec<i64> = srcs

@@ -205,6 +205,29 @@ pub fn columns_in_place(evs: &[Ev], ents: &[Ent], n: usize) -> Option<Vec<Option
         .find(|cols| sources_in_place(evs, ents, cols, n))
 }
 
+/// Whether OpenVINO's CPU plugin (2026.4) misreads a StridedSlice of entries `cols` (over
+/// `evs`): with a new axis and a shrink, no ellipsis, and not every input axis named by an
+/// entry. The plugin pads the entries only up to max(input rank, output rank), which is short
+/// of input rank + new axes once a shrink takes one away, so it never visits the last input
+/// axes and reads memory outside the input (lowerdynraise conformance cases ss-1-00838,
+/// ss-1-00885, ss-3-00100: the original StridedSlice with begin/end inputs gives the same
+/// wrong values there, OpenVINO's reference evaluation the right ones). Naming every axis
+/// (trailing whole-axis entries) selects the same and the plugin runs it right.
+pub fn ov_cpu_entries_short(evs: &[Ev], cols: &[Option<usize>]) -> bool {
+    let ev = |c: &Option<usize>| c.map(|k| evs[k]);
+    let has = |f: fn(Ev) -> bool| cols.iter().any(|c| ev(c).is_some_and(f));
+    let named = (cols.iter())
+        .filter(|c| matches!(ev(c), Some(Ev::Keep(_) | Ev::Remove(_))))
+        .count();
+    let rank = (evs.iter())
+        .filter(|e| matches!(e, Ev::Keep(_) | Ev::Remove(_)))
+        .count();
+    has(|e| e == Ev::New)
+        && has(|e| matches!(e, Ev::Remove(_)))
+        && cols.iter().all(Option::is_some)
+        && named < rank
+}
+
 /// Whether `e` selects its whole axis in order (both masks, stride 1, nothing at run time).
 fn whole(e: &Ent) -> bool {
     e.begin_mask && e.end_mask && e.stride == 1 && e.begin_src.is_none() && e.end_src.is_none()
