@@ -346,4 +346,23 @@ mod tests {
         assert_eq!(norm_axes(&[-1, 0], 3), Some(vec![0, 2]));
         assert_eq!(norm_axes(&[0, -3], 3), None);
     }
+
+    /// OpenVINO CPU 2026.4 misruns `x[0, tf.newaxis]` on a rank-3 input written with 2 entries
+    /// (ss-1-00838: new axis and shrink, the last input axis not named); with every axis named,
+    /// an ellipsis, or no shrink it runs right.
+    #[test]
+    fn ov_cpu_short_entries_next_to_new_and_shrink() {
+        let evs = [Ev::Remove(0), Ev::New, Ev::Keep(1), Ev::Keep(2)];
+        assert!(ov_cpu_entries_short(&evs, &[Some(0), Some(1), Some(2)]));
+        assert!(!ov_cpu_entries_short(
+            &evs,
+            &[Some(0), Some(1), Some(2), Some(3)]
+        ));
+        assert!(!ov_cpu_entries_short(&evs, &[Some(0), Some(1), None]));
+        let no_shrink = [Ev::Keep(0), Ev::New, Ev::Keep(1), Ev::Keep(2)];
+        assert!(!ov_cpu_entries_short(
+            &no_shrink,
+            &[Some(0), Some(1), Some(2)]
+        ));
+    }
 }
