@@ -368,6 +368,8 @@ def main():
     ap.add_argument("--models", default="nodes_1k.onnx,nodes_10k.onnx,nodes_100k.onnx,"
                     "nodes_100k.xml,big_1gb.onnx,big_1gb.xml,concat_100k.onnx")
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--peers", default=None, metavar="NAME,NAME",
+                    help="run only these peers (e.g. 'onnx.load+onnx.save'); default: all")
     args = ap.parse_args()
 
     manifest = json.load(open(os.path.join(args.bench_dir, "manifest.json")))
@@ -389,6 +391,8 @@ def main():
         tools, skip = [], {}
         for tool, mk in tools_for(inp, args.binary):
             if args.skip_peers and tool not in OURS:
+                continue
+            if args.peers is not None and tool not in OURS and tool not in args.peers.split(","):
                 continue
             tools.append((tool, mk(inp, out), tool in OURS))
             if tool == "slice-opt":

@@ -10,7 +10,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 use slice_opt::formats::input_shapes::{InputShape, ShapesIn};
 use slice_opt::semantics::dim::Assumptions;
 
-use cli::{alloc::purge_freed_memory_early, exit_code, term};
+use cli::{
+    alloc::{no_transparent_huge_pages, purge_freed_memory_early},
+    exit_code, term,
+};
 
 const EXAMPLES: &str = "\
 Examples:
@@ -205,6 +208,7 @@ enum Command {
 
 fn main() -> ExitCode {
     purge_freed_memory_early();
+    no_transparent_huge_pages();
     let mut cli = Cli::parse();
     // A file size limit (`ulimit -f`) is handled like a full disk: with SIGXFSZ ignored, a
     // write past the limit fails with EFBIG, reported like any write error, and the

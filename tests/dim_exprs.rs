@@ -681,6 +681,78 @@ fn gpt2_mask_dims_are_written_exact_and_readable() {
     }
 }
 
+/// Every `dim_param` of a graph (its inputs, `value_info` and outputs, subgraph bodies
+/// included), with the name of the value it shapes.
+fn written_dim_params(g: &proto::GraphProto, out: &mut Vec<(String, String)>) {
+    for v in g.input.iter().chain(&g.value_info).chain(&g.output) {
+        let Some(proto::type_proto::Value::TensorType(t)) =
+            v.r#type.as_ref().and_then(|t| t.value.as_ref())
+        else {
+            continue;
+        };
+        for d in t.shape.iter().flat_map(|s| &s.dim) {
+            if let Some(proto::tensor_shape_proto::dimension::Value::DimParam(p)) = &d.value {
+                out.push((v.name.clone().unwrap_or_default(), p.clone()));
+            }
+        }
+    }
+    for a in g.node.iter().flat_map(|n| &n.attribute) {
+        for body in a.g.iter().map(|b| b.as_ref()).chain(&a.graphs) {
+            written_dim_params(body, out);
+        }
+    }
+}
+
+/// Issue 42, acceptance 4: no dim the default passes write into a model of `models/` is over
+/// 80 characters, but for the row count of `models/gpt2_causal_mask.onnx`'s causal mask slice,
+/// 81 (`bias[:, :, k_len - q_len : k_len]` on 32 rows with the wrap-around of a negative start:
+/// no shorter exact form is known, see tools/EXPORTS.md). A guard against growth; the values
+/// of those dims are checked against the specification's slice sizes by the tests above.
+#[test]
+fn dims_written_for_the_shipped_models_fit_80_characters() {
+    let _one = ASSUMING.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .expect("models/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{} ONNX models in models/", files.len());
+    let mut symbolic = 0;
+    for path in &files {
+        let mut model = Model::load(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        slice_opt::Pipeline::new()
+            .run(&mut model)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let Model::Onnx(m) = &model else {
+            unreachable!("ONNX in, ONNX out")
+        };
+        let written = m.to_proto().expect("record");
+        let mut dims = Vec::new();
+        written_dim_params(written.graph.as_ref().expect("graph"), &mut dims);
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let limit = if name == "gpt2_causal_mask.onnx" {
+            81
+        } else {
+            80
+        };
+        for (value, p) in &dims {
+            assert!(
+                p.len() <= limit,
+                "{name}: {value}: {} characters: {p}",
+                p.len()
+            );
+            symbolic += usize::from(p.contains(['(', '+', '-', '*']));
+        }
+    }
+    // The guard sees expressions, not only names (the GPT-2 mask's two slices at least).
+    assert!(symbolic >= 2, "{symbolic} expressions written");
+}
+
 /// `Pipeline::assume`: the run infers under the assumptions, records them in the ONNX output's
 /// `metadata_props`, and leaves none installed afterwards; what it writes is exact wherever
 /// they hold, and under 80 characters.

@@ -306,3 +306,62 @@ fn infer_reads_loop_outputs() {
     let after = change.after.clone().unwrap_or_default();
     assert!(after.contains("d0") && after.ends_with(", 4]"), "{after}");
 }
+
+/// After zero iterations no iteration gives a scan output's per-iteration shape. The ONNX spec
+/// does not say what it is then; ONNX Runtime and OpenVINO (measured by
+/// `tools/gen_loop_zero_trip.py`, stored in `tests/data/subgraph/loop_zero_trip.expected.json`)
+/// both give `[0] + ` the body's shape with every dim that is not a number replaced by 0:
+/// `scan_c` (`[B, 3]` per iteration) is `[0, 0, 3]` at `S = 0`, `B = 2`. Every dim we write for
+/// the scan outputs and the final carried value must evaluate to both runtimes' size at every
+/// measured `(B, S)`, zero iterations included. In `loop_zero_trip.onnx` (`M = S`, condition
+/// `true` passed through) none may be unknown. In `loop_zero_trip_tf.onnx` (tf2onnx's float32
+/// conditions, as the Keras GRU's `Loop`) the iteration count may be unknown (a float32
+/// comparison is not exact up to 2^31 - 1: `a_float32_comparison_is_not_exact`), but the first
+/// condition `0.0 < float(M)` is true exactly when `M >= 1` (float rounding is monotone and
+/// keeps 1), so whether an iteration runs is known and the other dims must be exact.
+#[test]
+fn scan_outputs_after_zero_iterations_match_both_runtimes() {
+    let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/subgraph");
+    let text = std::fs::read_to_string(dir.join("loop_zero_trip.expected.json")).expect("json");
+    let expected: serde_json::Value = serde_json::from_str(&text).expect("json");
+    for file in ["loop_zero_trip", "loop_zero_trip_tf"] {
+        let m = Model::load(&dir.join(format!("{file}.onnx"))).expect("load");
+        let sizes = expected["models"][file].as_array().expect("sizes");
+        assert!(sizes.iter().any(|s| s["S"] == 0), "a zero-iteration size");
+        for name in ["s_final", "scan_c", "scan_x", "scan_k"] {
+            let ours = shape_of(&m, name).expect("rank known");
+            let printed: Vec<String> = ours.iter().map(ToString::to_string).collect();
+            for size in sizes {
+                let binding: std::collections::HashMap<String, i64> = ["B", "S"]
+                    .iter()
+                    .map(|k| (k.to_string(), size[*k].as_i64().expect("size")))
+                    .collect();
+                for runtime in ["onnxruntime", "openvino"] {
+                    let want = size[runtime][name].as_array().expect("shape");
+                    assert_eq!(ours.len(), want.len(), "{file} {name}: rank");
+                    for (k, (d, w)) in ours.iter().zip(want).enumerate() {
+                        let w = w.as_i64().expect("dim");
+                        let may_be_unknown = file.ends_with("_tf") && name != "s_final" && k == 0;
+                        match d.eval(&binding) {
+                            Some(v) => assert_eq!(
+                                v, w,
+                                "{file} {name} dim {k} at {binding:?}: ours {printed:?}, {runtime} {w}"
+                            ),
+                            None => {
+                                assert!(
+                                    may_be_unknown,
+                                    "{file} {name} dim {k} unknown: ours {printed:?}"
+                                );
+                                let (lo, hi) = d.bounds();
+                                assert!(
+                                    lo.unwrap_or(0) <= w && hi.is_none_or(|h| h >= w),
+                                    "{file} {name} dim {k} at {binding:?}: ours {printed:?}, {runtime} {w}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

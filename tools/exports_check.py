@@ -10,11 +10,16 @@ the model (the static dims of a sliced table, constant starts/ends, up to 4096: 
 is tried at seq = 65), where a slice is observed on the part of the model that computes it (the
 model itself may fail further on: the position table's Add). A dim that holds only for sizes >= 1 or
 below such a threshold (`seq` for `wpe[:seq]`) is judged wrong there; extra sizes run in a child
-process (ONNX Runtime's LSTM aborts the process at seq = 0).
+process (ONNX Runtime's LSTM aborts the process at batch = 0). At an extra size where ONNX Runtime
+fails the whole ONNX model (or aborts), OpenVINO reading the ONNX file itself (CPU, f32) judges it
+where it runs the whole model (the Keras LSTM exports at seq = 0: ONNX Runtime stops at the Squeeze
+of `y[:, -1]`, OpenVINO runs them); a dim is right only if it is right at every judged size in
+every runtime that ran the model (or, past a threshold, the slice's part of it) there.
 
 For every top-level Slice / StridedSlice output dim:
-  truth      the size ONNX Runtime (ONNX) / OpenVINO CPU, f32 (IR) gives it at each assignment: the
-             slice outputs are made graph outputs (ONNX) / results (IR) of a copy of the model;
+  truth      the size ONNX Runtime (ONNX; OpenVINO too where ONNX Runtime fails, see above) /
+             OpenVINO CPU, f32 (IR) gives it at each assignment: the slice outputs are made graph
+             outputs (ONNX) / results (IR) of a copy of the model;
   slice-opt  `slice-opt check MODEL --format json` (`inferred` column: `5`, `seq - 1`, `(N + 1) / 2`
              with `/` a floor division, `min(..)`, intervals `lo..hi`, `?`);
   ONNX only: ONNX Runtime's symbolic shape inference (`SymbolicShapeInference.infer_shapes`,
@@ -402,9 +407,10 @@ def onnx_truth(path, names, feeds_list, n_base=None, partial=()):
         except Exception:  # noqa: BLE001
             if k < n_base:
                 raise
-        shapes = {}
+        # the whole model fails here: OpenVINO may still run it (`ov_onnx_truth`)
+        shapes = {WHOLE_FAILED: True}
         if k not in partial:
-            out.append({n: None for n in names})
+            out.append({**{n: None for n in names}, **shapes})
             continue
         for n in names:
             if n not in parts:
@@ -470,9 +476,52 @@ def onnx_part_session(m, target, so):
     return sess, [i.name for i in inputs]
 
 
+# The key `onnx_truth` adds to a feed's shapes when ONNX Runtime fails the whole model there.
+WHOLE_FAILED = "__ort_whole_model_failed__"
+
+
+def ov_feeds(compiled, feeds):
+    """A compiled OpenVINO model's inputs from feeds by name (a Parameter may carry more names
+    than the input's: `/Concat_output_0` beside `past.0.key`)."""
+    return {p.get_any_name(): feeds[next(n for n in sorted(p.get_names()) if n in feeds)] for p in compiled.inputs}
+
+
+def ov_onnx_truth(path, names, feeds_list):
+    """The shapes of the ONNX values `names` at each feed in OpenVINO (CPU, f32) reading the ONNX
+    file itself: each value is made a result of the model. A feed on which the whole model
+    fails (or a file OpenVINO does not read: the Keras GRU's `Loop`) is not observed (None)."""
+    import openvino as ov
+
+    none = [{n: None for n in names} for _ in feeds_list]
+    core = ov.Core()
+    try:
+        model = core.read_model(path)
+        have = {n for o in model.outputs for n in o.get_names()}
+        extra = [n for n in names if n not in have]
+        if extra:
+            model.add_outputs(extra)
+        compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        where = {}
+        for k, o in enumerate(compiled.outputs):
+            for n in o.get_names():
+                where.setdefault(n, k)
+    except Exception:  # noqa: BLE001
+        return none
+    out = []
+    for feeds in feeds_list:
+        req = compiled.create_infer_request()
+        try:
+            req.infer(ov_feeds(compiled, feeds))
+        except Exception:  # noqa: BLE001
+            out.append({n: None for n in names})
+            continue
+        out.append({n: list(req.get_output_tensor(where[n]).shape) if n in where else None for n in names})
+    return out
+
+
 def isolated_truth(tmp, kind, path, names, feeds_list, partial):
     """`onnx_truth` / `ir_truth` of extra feeds (sizes 0, sizes past a threshold: none of them
-    need run) in a child process: a runtime may abort on them (ONNX Runtime's LSTM at seq = 0
+    need run) in a child process: a runtime may abort on them (ONNX Runtime's LSTM at batch = 0
     ends the process). A child that dies is retried one feed at a time; a feed whose child dies
     is not observed (None)."""
     if not feeds_list:
@@ -496,7 +545,9 @@ def isolated_truth(tmp, kind, path, names, feeds_list, partial):
         got = []
         for k in range(len(feeds_list)):
             one = run([k])
-            got.extend(one if one is not None else [{n: None for n in names}])
+            # a child that dies (ONNX Runtime's LSTM at batch = 0) did not run the whole model
+            dead = {WHOLE_FAILED: True} if kind == "onnx" else {}
+            got.extend(one if one is not None else [{**{n: None for n in names}, **dead}])
     return got
 
 
@@ -513,6 +564,8 @@ def child_truth(spec_path):
     partial = {pos[k] for k in spec["partial"]}
     if spec["kind"] == "onnx":
         out = onnx_truth(spec["path"], spec["names"], feeds, 0, partial)
+    elif spec["kind"] == "onnx-ov":
+        out = ov_onnx_truth(spec["path"], spec["names"], feeds)
     else:
         out = ir_truth(spec["path"], feeds, 0)
     print(json.dumps(out))
@@ -823,10 +876,8 @@ def ir_truth(xml, feeds_list, n_base=None):
     n_base = len(feeds_list) if n_base is None else n_base
     for k, feeds in enumerate(feeds_list):
         req = compiled.create_infer_request()
-        # a Parameter may carry more names than the input's (`/Concat_output_0` beside `past.0.key`)
         try:
-            req.infer({p.get_any_name(): feeds[next(n for n in sorted(p.get_names()) if n in feeds)]
-                       for p in compiled.inputs})
+            req.infer(ov_feeds(compiled, feeds))
         except Exception:  # noqa: BLE001
             if k < n_base:
                 raise
@@ -912,6 +963,17 @@ def judge_model(args, fname, spec, tmp):
         except Exception as e:  # noqa: BLE001
             res["error"] = f"ONNX Runtime does not run it: {str(e).splitlines()[0][:300]}"
             return res
+        # Where ONNX Runtime fails the whole model (an extra size), OpenVINO reading the ONNX
+        # file judges it too when it runs the whole model there.
+        failed = [k for k, tr in enumerate(truths) if tr.get(WHOLE_FAILED)]
+        ov_truths = dict(zip(failed, isolated_truth(tmp, "onnx-ov", path, names,
+                                                    [feeds_list[k] for k in failed], set())))
+        res["ort_failed_sizes"] = [sizes[k] for k in failed]
+        res["openvino_sizes"] = [sizes[k] for k, tr in ov_truths.items()
+                                 if any(tr.get(x) is not None for x in names)]
+        if res["openvino_sizes"]:
+            res["notes"].append("judged by OpenVINO where ONNX Runtime fails the whole model: "
+                                + ", ".join(json.dumps(s, sort_keys=True) for s in res["openvino_sizes"]))
         bindings = [onnx_binding(model, f) for f in feeds_list]
         try:
             onnxm = onnx_value_dims(onnx.shape_inference.infer_shapes(model, data_prop=True))
@@ -926,13 +988,19 @@ def judge_model(args, fname, spec, tmp):
             ours_dims = split_shape(row["inferred"]) if row and row["inferred"] not in ("-",) else None
             out = n.output[0]
             rank = len(truths[0][out])
-            # the assignments at which this slice was observed (an extra size may not run)
-            seen = [k for k, tr in enumerate(truths) if tr[out] is not None and len(tr[out]) == rank]
+            # the observations of this slice: (assignment, runtime, shape); an extra size may
+            # not run, and one ONNX Runtime fails the whole model at is judged by OpenVINO too
+            seen = [(k, "ort", tr[out]) for k, tr in enumerate(truths) if tr[out] is not None and len(tr[out]) == rank]
+            seen += [(k, "openvino", tr[out]) for k, tr in sorted(ov_truths.items())
+                     if tr[out] is not None and len(tr[out]) == rank]
             for i in range(rank):
-                t = [truths[k][out][i] for k in seen]
-                b = [bindings[k] for k in seen]
+                t = [shape[i] for _, _, shape in seen]
+                b = [bindings[k] for k, _, _ in seen]
                 d = {"node": key, "op": n.op_type, "dim": i, "truth": t, "tools": {}, "text": {},
-                     "sizes_seen": len(seen)}
+                     "sizes_seen": len({k for k, _, _ in seen})}
+                ov_seen = [(sizes[k], shape[i]) for k, rt, shape in seen if rt == "openvino"]
+                if ov_seen:
+                    d["openvino_truth"] = ov_seen
                 for tool, src, fs in (("slice-opt", ours_dims, True), ("ort", ort.get(out), False),
                                       ("onnx", onnxm.get(out), False), ("declared", declared.get(out), False)):
                     txt = src[i] if src is not None and len(src) == rank else None

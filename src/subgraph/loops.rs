@@ -16,6 +16,14 @@
 //!   iteration: the body's facts hold for every iteration). A dim over a symbol that neither
 //!   the node's inputs nor the values it reads from outside carry (one only the body
 //!   declares) is left unknown.
+//! - After zero iterations no iteration gives that shape, and the spec does not say what it
+//!   is. ONNX Runtime and OpenVINO (measured: `tools/gen_loop_zero_trip.py`) both give every
+//!   per-iteration dim that is not a number as 0 (`[0, 0, 3]` for a `[batch, 3]` value), so
+//!   such a dim `d` is written `d*r`, `r` being 1 if an iteration runs, else 0: `min(M, 1)`
+//!   when the first condition is true whenever `M >= 1` (the Keras GRU's loop, whose count
+//!   is not known exactly), `min(iterations, 1)` otherwise (`d` when an iteration provably
+//!   runs; an interval from 0 when that is not known). (ONNX Runtime gives a rank-1 `[0]` when
+//!   its own inference does not find the body value's shape; not followed here.)
 //! - `iterations` is `max(M, 0)` only when no iteration can end the loop early: the first
 //!   condition is true whenever `M >= 1`, and the body's `cond_out` of iteration `i` is true
 //!   for every `i <= M - 2` (proved by [`Prover`]: a condition passed through, a constant
@@ -104,6 +112,14 @@ impl Aff {
     fn at(&self, i: &Dim) -> Dim {
         self.base.add(&i.mul_const(self.coef))
     }
+
+    /// `self + c`.
+    fn shift(&self, c: i64) -> Aff {
+        Aff {
+            base: self.base.add_const(c),
+            coef: self.coef,
+        }
+    }
 }
 
 /// Proves that a boolean value is true, for every iteration `i` in `[0, last]` (no `last`:
@@ -187,11 +203,48 @@ impl Prover<'_> {
         }
     }
 
-    /// `b - a >= c` at every `i` of the range (affine: at both ends).
+    /// `b - a >= c` at every `i` of the range (affine: at both ends). One side may be a cast
+    /// of an integer to a float type that does not keep every value (tf2onnx's
+    /// `Less(0.0, Cast<float>(M))`): rounding is monotone, so `B >= A + c` gives
+    /// `float(B) >= float(A + c) = A + c` when `A + c` is exact in that type (and `A <= B - c`
+    /// gives `float(A) <= B - c` when `B - c` is).
     fn holds(&self, a: OutletId, b: OutletId, c: i64, depth: usize) -> bool {
-        let (Some(a), Some(b)) = (self.aff(a, depth), self.aff(b, depth)) else {
-            return false;
-        };
+        match (self.aff(a, depth), self.aff(b, depth)) {
+            (Some(a), Some(b)) => self.apart(&a, &b, c),
+            (Some(a), None) => self.rounded(b, depth).is_some_and(|(b, lo, hi)| {
+                self.apart(&a, &b, c) && self.within(&a.shift(c), lo, hi)
+            }),
+            (None, Some(b)) => self.rounded(a, depth).is_some_and(|(a, lo, hi)| {
+                self.apart(&a, &b, c) && self.within(&b.shift(-c), lo, hi)
+            }),
+            (None, None) => false,
+        }
+    }
+
+    /// The integer a cast to a float type rounds (`Cast<float>(x)`, `x` affine), with the
+    /// integers that type keeps exactly.
+    fn rounded(&self, o: OutletId, depth: usize) -> Option<(Aff, i64, i64)> {
+        let n = self.graph.node(o.node);
+        if n.kind != NodeKind::Op
+            || n.op_type != "Cast"
+            || !(n.domain.is_empty() || n.domain == "ai.onnx")
+        {
+            return None;
+        }
+        let from = self.graph.input(o.node, 0)?;
+        if !self.facts.get(from).dtype.is_some_and(DType::is_index_type) {
+            return None;
+        }
+        let to = DType::from_onnx_code(i32::try_from(n.attr_int("to")?).ok()?)?;
+        if !matches!(to, DType::F64 | DType::F32 | DType::F16 | DType::BF16) {
+            return None;
+        }
+        let (lo, hi) = exact_range(to)?;
+        Some((self.aff(from, depth + 1)?, lo, hi))
+    }
+
+    /// `b - a >= c` at every `i` of the range, `a` and `b` exact.
+    fn apart(&self, a: &Aff, b: &Aff, c: i64) -> bool {
         let d = Aff {
             base: b.base.sub(&a.base),
             coef: match b.coef.checked_sub(a.coef) {
@@ -216,6 +269,12 @@ impl Prover<'_> {
             return Some(Aff { base: v, coef: 0 });
         }
         let n = self.graph.node(o.node);
+        if let NodeKind::Const(t) = &n.kind {
+            return integral_float(t).map(|v| Aff {
+                base: Dim::known(v),
+                coef: 0,
+            });
+        }
         if n.kind != NodeKind::Op || !(n.domain.is_empty() || n.domain == "ai.onnx") {
             return None;
         }
@@ -271,6 +330,22 @@ impl Prover<'_> {
             l.is_some_and(|l| l >= lo) && h.is_some_and(|h| h <= hi)
         })
     }
+}
+
+/// The value of a one-element `float32` / `float64` constant that is an integer the type
+/// keeps exactly (tf2onnx's `0.0` a loop's first condition compares with).
+fn integral_float(t: &crate::ir::Tensor) -> Option<i64> {
+    if t.element_count()? != 1 {
+        return None;
+    }
+    let raw = t.raw()?;
+    let v = match t.dtype {
+        DType::F32 => f64::from(f32::from_le_bytes(raw.get(..4)?.try_into().ok()?)),
+        DType::F64 => f64::from_le_bytes(raw.get(..8)?.try_into().ok()?),
+        _ => return None,
+    };
+    let (lo, hi) = exact_range(t.dtype)?;
+    (v.fract() == 0.0 && v >= lo as f64 && v <= hi as f64).then_some(v as i64)
 }
 
 /// The integers a cast to `to` keeps exactly (from an integer type), as `[lo, hi]`.
@@ -369,7 +444,7 @@ fn loop_outputs(
     }
     let out_src = |k: usize| outs.get(&k).and_then(|&o| g.input(o, 0));
     let passes_through = |k: usize| matches!((out_src(1 + k), ins.get(&(2 + k))), (Some(s), Some(&n)) if s.node == n && s.port == 0);
-    let iterations = iterations(
+    let (iterations, ran) = iterations(
         graph, facts, ix, &inputs, g, &bfacts, &ins, &out_src, n_carried,
     );
     let mut out = Vec::with_capacity(n_out);
@@ -389,6 +464,8 @@ fn loop_outputs(
             value: None,
         });
     }
+    // `ran` is 1 if an iteration runs, else 0: a scan output's per-iteration dim that is not
+    // a number is 0 after zero iterations (see the module documentation).
     for j in 0..n_scan {
         let f = out_src(1 + n_carried + j)
             .map(|o| bfacts.get(o).clone())
@@ -400,9 +477,10 @@ fn loop_outputs(
                 Dim::unknown()
             }
         };
+        let per_iteration = |d: Dim| if d.is_known() { d } else { d.mul(&ran) };
         let shape = f.shape.map(|s| {
             std::iter::once(iterations.clone())
-                .chain(s.into_iter().map(outer_only))
+                .chain(s.into_iter().map(outer_only).map(per_iteration))
                 .collect()
         });
         out.push(Fact {
@@ -468,7 +546,8 @@ fn carried_counter(
     })
 }
 
-/// How many iterations the `Loop` node `ix` runs (see the module documentation).
+/// How many iterations the `Loop` node `ix` runs, and whether any does (1, or 0 after zero
+/// iterations; see the module documentation).
 #[allow(clippy::too_many_arguments)]
 fn iterations(
     graph: &Graph,
@@ -480,18 +559,19 @@ fn iterations(
     ins: &FastMap<usize, NodeIndex>,
     out_src: &dyn Fn(usize) -> Option<OutletId>,
     n_carried: usize,
-) -> Dim {
+) -> (Dim, Dim) {
+    let unsure = || Dim::unknown_bounded(0, Some(1));
     let scalar = |f: &Fact| match f.value.as_deref() {
         Some([d]) if !d.is_unknown() => Some(d.clone()),
         _ => None,
     };
     // No trip count: only the condition ends the loop.
     let Some(m) = graph.input(ix, 0).and_then(|_| scalar(&inputs[0])) else {
-        return Dim::unknown();
+        return (Dim::unknown(), unsure());
     };
     let m = m.max(&Dim::known(0));
     let at_most = match m.as_known() {
-        Some(0) => return Dim::known(0),
+        Some(0) => return (Dim::known(0), Dim::known(0)),
         Some(k) => Dim::unknown_bounded(0, Some(k)),
         None => Dim::unknown(),
     };
@@ -510,11 +590,13 @@ fn iterations(
         .is_true(c, 0),
     };
     if !first {
-        return at_most;
+        return (at_most, unsure());
     }
+    // The first iteration runs whenever M >= 1.
+    let ran = m.min(&Dim::known(1));
     // The body's condition at every iteration i <= M - 2, whenever M >= 2.
     let Some(cond_out) = out_src(0) else {
-        return at_most;
+        return (at_most, ran);
     };
     let mut leaves = FastMap::default();
     if let Some(&n) = ins.get(&0) {
@@ -547,8 +629,8 @@ fn iterations(
     }
     .is_true(cond_out, 0);
     if body_true {
-        m
+        (m, ran)
     } else {
-        at_most
+        (at_most, ran)
     }
 }
