@@ -410,6 +410,14 @@ def same_as_original_dynamic(core, src, c, got):
     return got == (list(y.shape), y.reshape(-1).astype(np.int64).tolist())
 
 
+def runs_at_all(core, src, c):
+    try:
+        run_ir(core, src, c["input_shape"], c)
+    except Exception:
+        return False
+    return True
+
+
 def identity_case(kind, types):
     return kind == "lowerraise" and types == ["Parameter", "Result"]
 
@@ -428,7 +436,7 @@ def check(kind, args, core, tmp):
     }[kind]
     dyn = kind in ("lowerdyn", "lowerdynraise")
     identity = 0
-    as_orig, narrowed, shaping_bug = [], [], []
+    as_orig, narrowed, shaping_bug, orig_fails = [], [], [], []
     ok = skipped = 0
     failed, as_alt, left = [], [], []
     errors = [0]
@@ -488,6 +496,11 @@ def check(kind, args, core, tmp):
         try:
             y = run_ir(core, dst, c["input_shape"], c if dyn else None)
         except Exception as e:
+            if kind == "lowerdynraise" and not runs_at_all(core, src, c):
+                # Raised back to the original StridedSlice with begin/end inputs (issue 43),
+                # which the CPU plugin cannot run either ("doesn't have compiled executor").
+                orig_fails.append(c["id"])
+                continue
             failed.append(f"{c['id']}: OpenVINO cannot run the output: {str(e)[:300]}")
             continue
         got = (list(y.shape), y.reshape(-1).astype(np.int64).tolist())
@@ -517,6 +530,10 @@ def check(kind, args, core, tmp):
         print(f"lowerraise: {identity} lowered to nothing (the whole input), checked in OpenVINO")
     if kind == "lowerdynraise":
         print(f"lowerdynraise: {identity} raised to no StridedSlice (the whole input), checked in OpenVINO")
+        print(
+            f"lowerdynraise: {len(orig_fails)} the CPU plugin cannot run, nor the original with "
+            f"begin/end inputs: {' '.join(orig_fails)}"
+        )
     if dyn:
         print(
             f"{kind}: {len(narrowed)} differ with run-time begin/end outside i32 (the CPU plugin "

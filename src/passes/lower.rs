@@ -330,8 +330,11 @@ fn lower_node(
         ir: format == Format::OpenVino,
         opset,
     };
+    let roots: Vec<OutletId> = graph.inputs(ix).into_iter().skip(1).flatten().collect();
     let (last, parts) = emit(graph, format, &cx)?;
-    Ok(finish(graph, &cx, last, &parts, validated))
+    let what = finish(graph, &cx, last, &parts, validated);
+    crate::passes::raise::remove_orphans(graph, roots);
+    Ok(what)
 }
 
 /// What `lower_node` knows of a StridedSlice's input besides its plan.
@@ -431,6 +434,9 @@ fn validate(low: &Lowering, facts: &Facts, rank: usize) -> std::result::Result<b
                 }
             })
         }
+        Shaping::UnsqueezeSqueeze(un, sq) => {
+            eval::unsqueeze_shape(&shape, un).and_then(|s| eval::squeeze_shape(&s, sq))
+        }
     }
     .map_err(|e| format!("left as is: translation validation: {e}"))?;
     rewrite::compare(old, &(idx, shape)).map_err(|e| format!("left as is: {e}"))?;
@@ -482,7 +488,9 @@ fn emit(
     let n_reshape_nodes = match &cx.low.shaping {
         Shaping::None => 0,
         Shaping::Reshape(..) => 1,
-        Shaping::SqueezeUnsqueeze(s, u) => usize::from(!s.is_empty()) + usize::from(!u.is_empty()),
+        Shaping::SqueezeUnsqueeze(s, u) | Shaping::UnsqueezeSqueeze(u, s) => {
+            usize::from(!s.is_empty()) + usize::from(!u.is_empty())
+        }
     };
     let mut outs = Outputs {
         remaining: usize::from(!cx.low.sliced.is_empty()) + n_reshape_nodes,
@@ -605,36 +613,52 @@ fn emit_shaping(
             parts.push("Reshape");
         }
         Shaping::SqueezeUnsqueeze(sq, un) => {
-            emit_squeeze_unsqueeze(b, cx, outs, (sq, un), cur, last, parts, &out_shape)
+            let steps = [("Squeeze", sq), ("Unsqueeze", un)];
+            emit_squeeze_unsqueeze(b, cx, outs, steps, cur, last, parts, &out_shape)
+        }
+        Shaping::UnsqueezeSqueeze(un, sq) => {
+            let steps = [("Unsqueeze", un), ("Squeeze", sq)];
+            emit_squeeze_unsqueeze(b, cx, outs, steps, cur, last, parts, &out_shape)
         }
     }
 }
 
-/// The Squeeze of `sq` then the Unsqueeze of `un` (each only when it has axes) after `cur`.
+/// The two steps (Squeeze and Unsqueeze, in either order; each only when it has axes) after
+/// `cur`.
 #[allow(clippy::too_many_arguments)]
 fn emit_squeeze_unsqueeze(
     b: &mut Builder,
     cx: &Emit,
     outs: &mut Outputs,
-    (sq, un): (&Vec<i64>, &Vec<i64>),
+    steps: [(&'static str, &Vec<i64>); 2],
     mut cur: OutletId,
     last: &mut Option<NodeIndex>,
     parts: &mut Vec<&'static str>,
     out_shape: &[DeclaredDim],
 ) {
     let (ir, opset) = (cx.ir, cx.opset);
-    for (op_type, axes) in [("Squeeze", sq), ("Unsqueeze", un)] {
+    let both = steps.iter().all(|(_, a)| !a.is_empty());
+    for (k, (op_type, axes)) in steps.into_iter().enumerate() {
         if axes.is_empty() {
             continue;
         }
         let (name, out) = outs.next();
-        let shape = if op_type == "Squeeze" {
-            (cx.low.slice_out.iter().enumerate())
+        let slice_out = cx.low.slice_out.iter().map(|&d| cx.facts.declared(d));
+        let shape = if k == 1 || !both {
+            out_shape.to_vec()
+        } else if op_type == "Squeeze" {
+            (slice_out.enumerate())
                 .filter(|(i, _)| !axes.contains(&(*i as i64)))
-                .map(|(_, &d)| cx.facts.declared(d))
+                .map(|(_, d)| d)
                 .collect()
         } else {
-            out_shape.to_vec()
+            let mut s: Vec<DeclaredDim> = slice_out.collect();
+            let mut sorted = axes.clone();
+            sorted.sort_unstable();
+            for a in sorted {
+                s.insert((a as usize).min(s.len()), DeclaredDim::Known(1));
+            }
+            s
         };
         let ty = rewrite::ty_like(b.graph, cx.sn.data, Some(shape));
         let node = if ir || opset >= 13 {
@@ -701,10 +725,12 @@ fn finish(
         n.name = marked.into();
         n.dirty = true;
     }
-    let fallback = if matches!(cx.low.shaping, Shaping::SqueezeUnsqueeze(..)) {
-        ": a Reshape cannot express the new/removed axes (dims unknown), Squeeze/Unsqueeze used"
-    } else {
-        ""
+    let fallback = match cx.low.shaping {
+        Shaping::SqueezeUnsqueeze(..) | Shaping::UnsqueezeSqueeze(..) => {
+            ": a Reshape cannot express the new/removed axes (dims unknown) or say which they \
+             are, Squeeze/Unsqueeze used"
+        }
+        _ => "",
     };
     format!("lowered to {}{fallback}{note}", parts.join(" + "))
 }

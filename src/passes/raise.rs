@@ -17,13 +17,20 @@ use petgraph::stable_graph::NodeIndex;
 
 use crate::error::{Error, Result};
 use crate::formats::{Format, Model};
-use crate::ir::{Attr, Graph, NodeKind, OutletId};
-use crate::ops::eval;
+use crate::ir::{Attr, Graph, OutletId};
 use crate::passes::rewrite::{self, Builder};
 use crate::report::{Change, PassReport};
-use crate::semantics::raising::{self, align, norm_axes, shape_after, Ent, Ev};
+use crate::semantics::raising::{self, shape_after, Ent, Ev};
 use crate::semantics::{self, AxisPlan, Bound, Clamp, Flavour, ResolvedAxis, StridedSliceSpec};
 use crate::shape::slice_node::{self, SliceOp};
+
+mod follow;
+mod orphans;
+mod unlower;
+
+use follow::{follow_and_events, follow_events, is_shaping, Follow};
+use orphans::inputs_from;
+pub(crate) use orphans::remove_orphans;
 
 /// The ONNX custom domain of TensorFlow-style StridedSlice nodes.
 pub const TF_DOMAIN: &str = "org.tensorflow";
@@ -75,99 +82,6 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     Ok(())
 }
 
-fn const_ints(graph: &Graph, node: NodeIndex, port: usize) -> Option<Option<Vec<i64>>> {
-    match graph.input(node, port) {
-        None => Some(None),
-        Some(o) => graph.constant_at(o)?.to_i64_vec().map(Some),
-    }
-}
-
-/// Events of a follow-up node, or `None` when it cannot be absorbed.
-fn follow_events(
-    graph: &Graph,
-    f: NodeIndex,
-    out_dims: &[Option<u64>],
-    single: &[Option<i64>],
-    format: Format,
-) -> Option<(Vec<Ev>, Vec<u64>)> {
-    let n = graph.node(f);
-    let rank = out_dims.len();
-    let known: Option<Vec<u64>> = out_dims.iter().copied().collect();
-    let evs: Vec<Ev> = match n.op_type.as_str() {
-        "Squeeze" => {
-            let axes = match const_ints(graph, f, 1)? {
-                Some(a) => Some(a),
-                None => n.attr_ints("axes").and_then(|r| r.ok()),
-            };
-            let removed: Vec<usize> = match axes {
-                Some(a) => norm_axes(&a, rank)?,
-                None if known.is_some() => (0..rank).filter(|&i| out_dims[i] == Some(1)).collect(),
-                None => return None,
-            };
-            if axes_unknown_all(&removed, out_dims) {
-                return None;
-            }
-            (0..rank)
-                .map(|i| {
-                    if removed.contains(&i) {
-                        Ev::Remove(i)
-                    } else {
-                        Ev::Keep(i)
-                    }
-                })
-                .collect()
-        }
-        "Unsqueeze" => {
-            let axes = match const_ints(graph, f, 1)? {
-                Some(a) => a,
-                None => n.attr_ints("axes").and_then(|r| r.ok())?,
-            };
-            let out_rank = rank + axes.len();
-            let new = norm_axes(&axes, out_rank)?;
-            let mut next = 0;
-            (0..out_rank)
-                .map(|p| {
-                    if new.contains(&p) {
-                        Ev::New
-                    } else {
-                        next += 1;
-                        Ev::Keep(next - 1)
-                    }
-                })
-                .collect()
-        }
-        "Reshape" => {
-            let dims = known.clone()?;
-            let target = const_ints(graph, f, 1)??;
-            let zero_copies = match format {
-                Format::OpenVino => matches!(
-                    n.attr_str("special_zero")
-                        .map(|s| s.trim().to_ascii_lowercase())
-                        .as_deref(),
-                    Some("true" | "1")
-                ),
-                Format::Onnx => n.attr_int("allowzero").unwrap_or(0) == 0,
-            };
-            let out = eval::reshape_target(&dims, &target, zero_copies).ok()?;
-            align(&dims, &out)?
-        }
-        _ => return None,
-    };
-    // Every removed axis must select exactly one known element.
-    if evs
-        .iter()
-        .any(|e| matches!(e, Ev::Remove(i) if single[*i].is_none()))
-    {
-        return None;
-    }
-    let shape = known.map(|k| shape_after(&k, &evs)).unwrap_or_default();
-    Some((evs, shape))
-}
-
-fn axes_unknown_all(removed: &[usize], out_dims: &[Option<u64>]) -> bool {
-    removed.iter().any(|&i| out_dims[i] != Some(1))
-}
-
 /// Raises Slice `ix` (with the reshaping after it when it can): decode, entries, follow-up,
 /// parameters, then [`build_strided`]. `Err` says why it is left as is.
 fn raise_node(
@@ -201,12 +115,23 @@ fn raise_node(
         }
         None => None,
     };
-    let (ents, single, out_dims) = slice_entries(graph, ix, &sn, op, &dims, ir)?;
-    let (follow, evs, kept_note) = follow_up(graph, ix, &out_dims, &single, format);
-    let params = match prov {
-        None => None,
-        Some(prov) => Some(run_time_params(graph, ix, &sn, prov, &ents, &dims, ir)?),
+    let unlowered = (ir && !constant)
+        .then(|| raise_lowered(graph, ix, &sn, &dims, format))
+        .flatten();
+    let (ents, single, (follow, evs, kept_note), params) = match unlowered {
+        Some(u) => u,
+        None => {
+            let (ents, single, out_dims) = slice_entries(graph, ix, &sn, op, &dims, ir)?;
+            let f = follow_and_events(graph, ix, &out_dims, &single, &ents, format);
+            let params = match prov {
+                None => None,
+                Some(prov) => Some(run_time_params(graph, ix, &sn, prov, &ents, &dims, ir)?),
+            };
+            (ents, single, f, params)
+        }
     };
+    let mut roots = inputs_from(graph, &[Some(ix)], 1);
+    roots.extend(inputs_from(graph, &[follow.last, follow.middle], 1));
     let src = Source {
         data: sn.data,
         rank,
@@ -219,7 +144,63 @@ fn raise_node(
         slice: Some(ix),
         params,
     };
-    build_strided(graph, src, follow, evs, format, kept_note)
+    let what = build_strided(graph, src, follow.last, evs, format, kept_note)?;
+    if let Some(m) = follow.middle {
+        graph.remove_node_lazily(m);
+    }
+    remove_orphans(graph, roots);
+    Ok(what)
+}
+
+/// What a Slice raises with: entries, single elements, follow-up and events, run-time params.
+type Raising = (
+    Vec<Ent>,
+    Vec<Option<i64>>,
+    (Follow, Vec<Ev>, &'static str),
+    Option<Params>,
+);
+
+/// Slice `ix` as `lower` built it from a StridedSlice with begin/end taken at run time
+/// ([`unlower::unlower`]), when the StridedSlice entries raised read that begin and end in
+/// place: its entries and the StridedSlice's own begin and end as the parameters.
+fn raise_lowered(
+    graph: &Graph,
+    ix: NodeIndex,
+    sn: &slice_node::SliceNode,
+    dims: &[Option<u64>],
+    format: Format,
+) -> Option<Raising> {
+    let u = unlower::unlower(graph, ix, sn.data, dims)?;
+    let rank = dims.len();
+    let declared = rewrite::known_dims(graph, OutletId { node: ix, port: 0 });
+    let out_dims: Vec<Option<u64>> = (0..rank)
+        .map(|a| {
+            let d = declared.as_ref().and_then(|d| d.get(a).copied().flatten());
+            d.or(u.single[a].map(|_| 1))
+        })
+        .collect();
+    let f = follow_and_events(graph, ix, &out_dims, &u.single, &u.ents, format);
+    // A run-time shrink is said only as a shrink: its entry has no end.
+    let removed = |a: usize| f.1.contains(&Ev::Remove(a));
+    if (0..rank).any(|a| u.single[a].is_some() && !removed(a)) {
+        return None;
+    }
+    let mut cols = raising::columns_in_place(&f.1, &u.ents, u.n)?;
+    if raising::ov_cpu_entries_short(&f.1, &cols) {
+        // Every axis named (the events after the first `n` keep whole axes): begin and end
+        // get constants appended for them (not read in place any more).
+        cols = (0..f.1.len()).map(Some).collect();
+    }
+    let params = Params {
+        cols: Some(cols),
+        start: u.begin,
+        stop: u.end,
+        n: u.n,
+        axes: vec![0; u.n],
+        dims: dims.to_vec(),
+        clamp_begin: false,
+    };
+    Some((u.ents, u.single, f, Some(params)))
 }
 
 /// The StridedSlice entry of each axis of Slice `ix`, the element each selects when it selects
@@ -270,7 +251,13 @@ fn slice_entries(
                     return Err(format!("left as is: {why}"));
                 }
             }
-            let val = |b: Bound, src: Option<&Vec<Option<usize>>>| match b {
+            // The extreme `lower` writes for an edge (the same for every dim) is a mask again.
+            let edge = |v: i64, is_begin: bool| {
+                v == rewrite::bound_value(Bound::Edge, is_begin, s).unwrap_or(0)
+                    && (v == i64::MAX || v == i64::MIN)
+            };
+            let val = |b: Bound, is_begin: bool, src: Option<&Vec<Option<usize>>>| match b {
+                Bound::Index(v) if edge(v, is_begin) => Ok((0, true, None)),
                 Bound::Index(v) => Ok((v, false, None)),
                 Bound::Edge => Ok((0, true, None)),
                 Bound::Dynamic => match src.and_then(|s| s.get(k).copied().flatten()) {
@@ -278,8 +265,8 @@ fn slice_entries(
                     None => Err("internal: a non-constant bound without its source".to_string()),
                 },
             };
-            let (b, bm, bs) = val(begin, prov.map(|p| &p.begin))?;
-            let (e, em, es) = val(end, prov.map(|p| &p.end))?;
+            let (b, bm, bs) = val(begin, true, prov.map(|p| &p.begin))?;
+            let (e, em, es) = val(end, false, prov.map(|p| &p.end))?;
             ents.push(Ent {
                 begin: b,
                 end: e,
@@ -327,33 +314,6 @@ fn exact_ent(range: Option<(i64, i64, i64)>) -> Ent {
     }
 }
 
-/// An absorbable follow-up of Slice `ix`: its only consumer, a Reshape/Squeeze/Unsqueeze, with
-/// its events; else no follow-up, every axis kept, and a note when one was there but is kept.
-fn follow_up(
-    graph: &Graph,
-    ix: NodeIndex,
-    out_dims: &[Option<u64>],
-    single: &[Option<i64>],
-    format: Format,
-) -> (Option<NodeIndex>, Vec<Ev>, &'static str) {
-    let keep_all = (0..out_dims.len()).map(Ev::Keep).collect();
-    let consumers = graph.consumers(OutletId { node: ix, port: 0 });
-    let [(c, 0)] = consumers.as_slice() else {
-        return (None, keep_all, "");
-    };
-    if !is_shaping(graph, *c, format) {
-        return (None, keep_all, "");
-    }
-    match follow_events(graph, *c, out_dims, single, format) {
-        Some((e, _)) => (Some(*c), e, ""),
-        None => (
-            None,
-            keep_all,
-            " (the reshaping node after it is kept: not only size-1 axes, or not known to be)",
-        ),
-    }
-}
-
 /// The Slice's starts and ends taken at run time, for the StridedSlice's begin and end.
 fn run_time_params(
     graph: &Graph,
@@ -380,6 +340,7 @@ fn run_time_params(
     // first element: such begins are raised to -dim first.
     let clamp_begin = !ir && ents.iter().any(|e| e.begin_src.is_some() && e.stride < 0);
     Ok(Params {
+        cols: None,
         start: input(sn.ports().begin)?,
         stop: input(sn.ports().end)?,
         n,
@@ -387,19 +348,6 @@ fn run_time_params(
         dims: dims.to_vec(),
         clamp_begin,
     })
-}
-
-/// True when `ix` is a one-output `Reshape`/`Squeeze`/`Unsqueeze` of the standard domain.
-fn is_shaping(graph: &Graph, ix: NodeIndex, format: Format) -> bool {
-    let n = graph.node(ix);
-    let same_domain = match format {
-        Format::OpenVino => n.domain.starts_with("opset"),
-        Format::Onnx => n.domain.is_empty() || n.domain == "ai.onnx",
-    };
-    n.kind == NodeKind::Op
-        && same_domain
-        && n.outputs.len() == 1
-        && matches!(n.op_type.as_str(), "Reshape" | "Squeeze" | "Unsqueeze")
 }
 
 /// A reshaping node that `lower` made out of a StridedSlice that sliced nothing (only new and
@@ -453,7 +401,10 @@ fn raise_lone_shaping(
         slice: None,
         params: None,
     };
-    build_strided(graph, src, Some(ix), evs, format, "")
+    let roots = inputs_from(graph, &[Some(ix)], 1);
+    let what = build_strided(graph, src, Some(ix), evs, format, "")?;
+    remove_orphans(graph, roots);
+    Ok(what)
 }
 
 /// What a StridedSlice is raised from: the data, its per-axis entries, and (for translation
@@ -475,6 +426,10 @@ struct Source {
 
 /// A Slice's starts and ends taken at run time.
 struct Params {
+    /// The StridedSlice entries, when they are chosen to read the parameters in place (or one
+    /// per event, appended to them: [`raising::ov_cpu_entries_short`]); `None`: one per event
+    /// (no ellipsis: OpenVINO's CPU plugin cannot run some with run-time bounds).
+    cols: Option<Vec<Option<usize>>>,
     start: OutletId,
     stop: OutletId,
     /// Their length.
@@ -490,6 +445,7 @@ struct Params {
 /// A StridedSlice begin or end: `consts`, except the elements with a source, taken from
 /// `input` (the Slice's starts or ends) at run time. Without constants and in order, `input`
 /// itself (as i64); else a `Gather` from `Concat(input, constants)`.
+#[allow(clippy::too_many_arguments)]
 fn assemble(
     b: &mut Builder,
     p: &Params,
@@ -498,8 +454,16 @@ fn assemble(
     what: &str,
     consts: &[i64],
     srcs: &[Option<usize>],
+    masked: &[bool],
 ) -> std::result::Result<OutletId, String> {
     let n = p.n as u64;
+    // Every element read in place, and the others masked: `input` itself (OpenVINO takes
+    // begin/end of any integer type).
+    let in_place = srcs.len() == p.n
+        && (srcs.iter().zip(masked).enumerate()).all(|(k, (s, &m))| s.map_or(m, |j| j == k));
+    if in_place && data.is_none() && b.format == Format::OpenVino {
+        return Ok(input);
+    }
     let mut x = b.as_i64(input, Some(n));
     if let Some(data) = data {
         // max(start, -dim), as Where(start < -dim, -dim, start).
@@ -516,6 +480,16 @@ fn assemble(
     let in_order = srcs.len() == p.n && srcs.iter().enumerate().all(|(k, s)| *s == Some(k));
     if in_order {
         return Ok(x);
+    }
+    // Read in place, then constants only (the entries `raise_lowered` appends): a Concat does.
+    let (head, tail) = srcs.split_at(p.n.min(srcs.len()));
+    if p.cols.is_some()
+        && head.len() == p.n
+        && (head.iter().zip(masked).enumerate()).all(|(k, (s, &m))| s.map_or(m, |j| j == k))
+        && tail.iter().all(Option::is_none)
+    {
+        let c = b.const_i64(&format!("{what}_appended"), &consts[p.n..]);
+        return Ok(b.concat0(&[x, c], Some(srcs.len() as u64)));
     }
     let mut pool: Vec<i64> = Vec::new();
     let idx: Vec<i64> = srcs
@@ -546,6 +520,8 @@ struct Strided<'a> {
     data: OutletId,
     spec: &'a StridedSliceSpec,
     evs: &'a [Ev],
+    /// Per StridedSlice entry, its event (`None`: an ellipsis).
+    cols: &'a [Option<usize>],
     ents: &'a [Ent],
     params: Option<&'a Params>,
     ir: bool,
@@ -566,7 +542,7 @@ fn emit_strided(
         .cloned()
         .ok_or("left as is: no output")?;
     let name = graph.node(last).name.clone();
-    let col = |f: &dyn Fn(usize) -> i64| -> Vec<i64> { (0..cx.evs.len()).map(f).collect() };
+    let col = |f: &dyn Fn(usize) -> i64| -> Vec<i64> { (0..cx.cols.len()).map(f).collect() };
     let begin = col(&|i| cx.spec.begin[i].unwrap_or(0));
     let end = col(&|i| cx.spec.end[i].unwrap_or(0));
     let stride = col(&|i| cx.spec.strides.as_ref().and_then(|s| s[i]).unwrap_or(1));
@@ -581,30 +557,53 @@ fn emit_strided(
     .map(|(n, m)| (n, m.iter().map(|&b| i64::from(b)).collect()))
     .collect();
     let src_of = |f: fn(&Ent) -> Option<usize>| -> Vec<Option<usize>> {
-        cx.evs
+        cx.cols
             .iter()
-            .map(|e| match e {
-                Ev::Keep(a) => f(&cx.ents[*a]),
+            .map(|c| match c.map(|k| cx.evs[k]) {
+                Some(Ev::Keep(a)) => f(&cx.ents[a]),
                 _ => None,
             })
             .collect()
     };
-    let (begin_src, end_src) = (src_of(|e| e.begin_src), src_of(|e| e.end_src));
+    let begin_src: Vec<Option<usize>> = (cx.cols.iter())
+        .map(|c| match c.map(|k| cx.evs[k]) {
+            Some(Ev::Keep(a) | Ev::Remove(a)) => cx.ents[a].begin_src,
+            _ => None,
+        })
+        .collect();
+    let end_src = src_of(|e| e.end_src);
+    let sp = cx.spec;
+    let n = cx.cols.len();
+    let free = |k: usize| sp.new_axis_mask[k] || sp.ellipsis_mask[k];
+    let begin_free: Vec<bool> = (0..n).map(|k| sp.begin_mask[k] || free(k)).collect();
+    let end_free: Vec<bool> = (0..n)
+        .map(|k| sp.end_mask[k] || sp.shrink_axis_mask[k] || free(k))
+        .collect();
     let mut b = Builder::new(graph, format, last);
     let bc = match cx.params {
         Some(p) if begin_src.iter().any(Option::is_some) => {
             let clamp_data = p.clamp_begin.then_some(cx.data);
             Some(assemble(
-                &mut b, p, p.start, clamp_data, "begin", &begin, &begin_src,
+                &mut b,
+                p,
+                p.start,
+                clamp_data,
+                "begin",
+                &begin,
+                &begin_src,
+                &begin_free,
             )?)
         }
         _ => None,
     };
     let bc = bc.unwrap_or_else(|| b.const_i64("begin", &begin));
+    // An end every entry ignores is still the one read in place (the graph as it was).
+    let all_free =
+        cx.ir && end_free.len() == cx.params.map_or(0, |p| p.n) && end_free.iter().all(|&f| f);
     let ec = match cx.params {
-        Some(p) if end_src.iter().any(Option::is_some) => {
-            Some(assemble(&mut b, p, p.stop, None, "end", &end, &end_src)?)
-        }
+        Some(p) if end_src.iter().any(Option::is_some) || all_free => Some(assemble(
+            &mut b, p, p.stop, None, "end", &end, &end_src, &end_free,
+        )?),
         _ => None,
     };
     let ec = ec.unwrap_or_else(|| b.const_i64("end", &end));
@@ -657,8 +656,12 @@ fn build_strided(
     } = src;
 
     // The StridedSlice spec, one entry per event.
-    let spec = raising::spec(&evs, &ents, &single)?;
-    if !ir && evs.len() > 63 {
+    let cols = match &params {
+        Some(p) => (p.cols.clone()).unwrap_or_else(|| (0..evs.len()).map(Some).collect()),
+        None => raising::columns(&evs, &ents),
+    };
+    let spec = raising::spec(&evs, &ents, &single, &cols)?;
+    if !ir && cols.len() > 63 {
         return Err("left as is: more than 63 entries do not fit TensorFlow mask bits".into());
     }
     let new_plan = semantics::strided_slice(&spec, flavour, rank)
@@ -678,6 +681,7 @@ fn build_strided(
         data,
         spec: &spec,
         evs: &evs,
+        cols: &cols,
         ents: &ents,
         params: params.as_ref(),
         ir,

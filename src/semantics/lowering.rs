@@ -10,6 +10,7 @@
 //! A TensorFlow reverse range whose begin may lie below `-dim` is marked guarded (the builder
 //! makes it `0:0` at run time when it does).
 
+use super::raising::{align, align_partial, Ev};
 use super::{resolve_concrete, AxisPlan, Bound, Clamp, ResolvedAxis, SliceError, SlicePlan};
 
 /// A Slice parameter: a constant, or taken at run time from the StridedSlice's own inputs.
@@ -64,6 +65,9 @@ pub enum Shaping {
     Reshape(Vec<i64>, bool),
     /// Squeeze these axes of the Slice output, then unsqueeze these axes of the result.
     SqueezeUnsqueeze(Vec<i64>, Vec<i64>),
+    /// Unsqueeze these axes of the Slice output, then squeeze these axes of the result (new
+    /// axes written before the shrunk ones they sit beside, as in `x[tf.newaxis, 0]`).
+    UnsqueezeSqueeze(Vec<i64>, Vec<i64>),
 }
 
 /// What [`lowering`] reads besides the plan.
@@ -263,24 +267,99 @@ pub fn lowering(input: &LoweringInput) -> Result<Lowering, Skip> {
     };
     let mut shrunk: Vec<i64> = Vec::new();
     let mut new_axes: Vec<i64> = Vec::new();
+    let mut evs: Vec<Ev> = Vec::new();
     for (entry, &sources) in input.plan.axes.iter().zip(input.sources) {
         match *entry {
             AxisPlan::NewAxis => {
                 new_axes.push(low.out_dims.len() as i64);
                 low.out_dims.push((LoweredDim::Known(1), None));
+                evs.push(Ev::New);
             }
-            AxisPlan::Range { .. } => range(input, *entry, sources, &mut low)?,
+            AxisPlan::Range { axis, .. } => {
+                range(input, *entry, sources, &mut low)?;
+                evs.push(Ev::Keep(axis));
+            }
             AxisPlan::Shrink { axis, .. } => {
                 shrunk.push(axis as i64);
                 shrink(input, *entry, sources.0, &mut low)?;
                 low.slice_out[axis] = LoweredDim::Known(1);
+                evs.push(Ev::Remove(axis));
             }
         }
     }
     low.sliced
         .sort_by_key(|a| (a.1 != a.2 || a.1.constant().is_none(), a.0));
     low.shaping = shaping(&low.out_dims, shrunk, new_axes, input.literal_zeros);
+    // On a static input the Reshape stays (one node; `raise` reads a Reshape that changes no
+    // dim as a shrink then a new axis); without a Slice, too (`raise` takes back one lone node).
+    let static_input = input.dims.iter().all(Option::is_some);
+    let ambiguous = !static_input && !low.sliced.is_empty() && !reads_back(&low, &evs);
+    if matches!(low.shaping, Shaping::SqueezeUnsqueeze(..)) || ambiguous {
+        low.shaping = two_nodes(&evs);
+    }
     Ok(low)
+}
+
+/// Whether `low`'s Reshape (if that is its shaping) reads back as `evs`, the shrunk and new
+/// axes of the StridedSlice, the way `raise` aligns a Slice's output with a Reshape target
+/// ([`align`], [`align_partial`]). A Reshape that changes no dim, or that could remove one
+/// size-1 axis for another, does not say which axes were shrunk and which added: Squeeze and
+/// Unsqueeze do.
+fn reads_back(low: &Lowering, evs: &[Ev]) -> bool {
+    let Shaping::Reshape(target, literal) = &low.shaping else {
+        return true;
+    };
+    let dims: Vec<Option<u64>> = (low.slice_out.iter())
+        .map(|d| match d {
+            LoweredDim::Known(v) => Some(*v),
+            _ => None,
+        })
+        .collect();
+    let got = if *literal {
+        let (Some(dims), Ok(t)) = (
+            dims.iter().copied().collect::<Option<Vec<u64>>>(),
+            target
+                .iter()
+                .map(|&v| u64::try_from(v))
+                .collect::<Result<Vec<u64>, _>>(),
+        ) else {
+            return false;
+        };
+        align(&dims, &t)
+    } else {
+        align_partial(&dims, target)
+    };
+    got.as_deref() == Some(evs)
+}
+
+/// Squeeze then Unsqueeze for `evs` (a StridedSlice's kept, shrunk and new axes), or Unsqueeze
+/// then Squeeze where a new axis comes right before a shrunk one: the order `raise` reads the
+/// two nodes back in.
+fn two_nodes(evs: &[Ev]) -> Shaping {
+    let new_first = evs
+        .windows(2)
+        .any(|w| matches!(w, [Ev::New, Ev::Remove(_)]));
+    let at = |f: fn(&Ev) -> bool, skip_removed: bool| -> Vec<i64> {
+        (evs.iter())
+            .filter(|e| !(skip_removed && matches!(e, Ev::Remove(_))))
+            .enumerate()
+            .filter(|(_, e)| f(e))
+            .map(|(k, _)| k as i64)
+            .collect()
+    };
+    let is_new = |e: &Ev| matches!(e, Ev::New);
+    let is_removed = |e: &Ev| matches!(e, Ev::Remove(_));
+    if new_first {
+        Shaping::UnsqueezeSqueeze(at(is_new, false), at(is_removed, false))
+    } else {
+        let shrunk = (evs.iter())
+            .filter_map(|e| match e {
+                Ev::Remove(a) => Some(*a as i64),
+                _ => None,
+            })
+            .collect();
+        Shaping::SqueezeUnsqueeze(shrunk, at(is_new, true))
+    }
 }
 
 /// Lowers range `entry` (reading `begin[j]`/`end[j]` at run time for the sources given).
@@ -484,6 +563,19 @@ mod tests {
                     }
                 })
                 .collect(),
+            Shaping::UnsqueezeSqueeze(un, sq) => {
+                let mut s = shape.clone();
+                let mut sorted = un.clone();
+                sorted.sort_unstable();
+                for a in sorted {
+                    s.insert(a as usize, 1);
+                }
+                s.iter()
+                    .enumerate()
+                    .filter(|(i, _)| !sq.contains(&(*i as i64)))
+                    .map(|(_, &d)| d)
+                    .collect()
+            }
             Shaping::SqueezeUnsqueeze(sq, un) => {
                 let mut s: Vec<u64> = shape
                     .iter()
