@@ -63,7 +63,11 @@ static NO_PARAMS: SymParams = SymParams {
 /// copy of the plan (returned; `None` when there is none) and leaves `params`. The resolver
 /// gives the same dim either way; this way it needs no expression algebra for it (which cost
 /// 15,000 instructions a slice).
-fn ends_at_dim(plan: &SlicePlan, dims: &[Dim], params: &mut SymParams) -> Option<SlicePlan> {
+pub(crate) fn ends_at_dim(
+    plan: &SlicePlan,
+    dims: &[Dim],
+    params: &mut SymParams,
+) -> Option<SlicePlan> {
     let mut edges: Option<SlicePlan> = None;
     for (k, a) in plan.axes.iter().enumerate() {
         let AxisPlan::Range {
@@ -96,7 +100,7 @@ fn ends_at_dim(plan: &SlicePlan, dims: &[Dim], params: &mut SymParams) -> Option
 
 /// The propagated value of the 1-D list at input `port` of `ix` (empty when it has none): the
 /// same value the decoder read its known elements from.
-fn list_value<'f>(
+pub(crate) fn list_value<'f>(
     graph: &Graph,
     facts: &'f Facts,
     ix: NodeIndex,

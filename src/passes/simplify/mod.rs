@@ -83,11 +83,12 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
 /// Simplifies the slices of `graph` (what [`run`] does to a model's graph).
 pub fn simplify_graph(cx: &PassCx, graph: &mut Graph, report: &mut PassReport) -> Result<()> {
     let order = graph.topo_order().map_err(|c| Error::cycle(cx.source, c))?;
+    let mut facts = None;
     for &ix in &order {
         if !graph.is_live(ix) {
             continue;
         }
-        let p = patch_at(cx, graph, ix);
+        let p = patch_at_with(cx, graph, ix, &mut facts);
         patch::apply_in_walk(graph, p, report);
     }
     graph.flush_detached();
@@ -100,12 +101,41 @@ pub fn simplify_graph(cx: &PassCx, graph: &mut Graph, report: &mut PassReport) -
 /// not a slice, or no rewrite answers; a skip when its parameters are not constant or its
 /// input's shape is unknown).
 pub fn patch_at(cx: &PassCx, graph: &Graph, ix: NodeIndex) -> Patch {
+    patch_at_with(cx, graph, ix, &mut None)
+}
+
+/// [`patch_at`] with the facts of the graph, propagated on the first slice whose parameters
+/// are not constant (`facts`: `None` until then; `Some(None)` when propagation failed). The
+/// rewrites of the walk keep every value the same, and the indices of the nodes they remove
+/// are not reused in the walk: the facts hold for every node there was when they were
+/// computed (a node made since has none, [`Facts::get`] says nothing of it).
+///
+/// [`Facts::get`]: crate::shape::Facts::get
+fn patch_at_with(
+    cx: &PassCx,
+    graph: &Graph,
+    ix: NodeIndex,
+    facts: &mut Option<Option<crate::shape::Facts>>,
+) -> Patch {
     let Some(op) = slice_node::classify(graph, ix, cx.dialect, cx.onnx_opset) else {
         return Patch::default();
     };
     let d = match decoded(graph, ix, op) {
         Ok(d) => d,
-        Err(why) => return Patch::skip(graph, ix, why),
+        Err(why) => {
+            if why == NOT_CONSTANT {
+                let f = facts.get_or_insert_with(|| {
+                    crate::shape::propagate_graph(graph, cx.dialect, cx.onnx_opset).ok()
+                });
+                if let Some(p) = f
+                    .as_ref()
+                    .and_then(|f| identity::computed(cx, graph, ix, op, f))
+                {
+                    return p;
+                }
+            }
+            return Patch::skip(graph, ix, why);
+        }
     };
     REWRITES
         .iter()
@@ -121,10 +151,13 @@ pub struct Decoded {
     pub dims: Vec<Dim>,
 }
 
+/// Why [`decoded`] refuses a slice whose parameters are not all constant.
+const NOT_CONSTANT: &str = "left as is: parameters not constant";
+
 fn decoded(graph: &Graph, ix: NodeIndex, op: SliceOp) -> std::result::Result<Decoded, String> {
     let sn = slice_node::decode(graph, ix, op).map_err(|e| format!("left as is: {e}"))?;
     if !sn.plan.is_constant() {
-        return Err("left as is: parameters not constant".into());
+        return Err(NOT_CONSTANT.into());
     }
     let dims: Vec<Dim> = slice_node::declared_shape(graph, sn.data)
         .ok_or("left as is: input shape unknown")?
