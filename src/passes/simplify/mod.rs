@@ -6,7 +6,9 @@
 //! - [`identity`]: **identity slices** (every axis taken whole, in order, for every size the
 //!   dims may take, symbolic too: `x[0:INT64_MAX]` on a dynamic axis) are removed: their
 //!   consumers read the input. Kept when the slice's output is a graph output (the writer would
-//!   put an Identity in its place).
+//!   put an Identity in its place). A slice whose begin or end is computed is read with the
+//!   facts propagation gives (once a walk, on the first such slice): an end that is the axis's
+//!   own symbolic dim (`x[:, :Shape(x)[1]]`) is its edge.
 //! - [`merge`]: **a slice of a slice** becomes one slice of the first one's input, when the
 //!   first has no other consumer: one node fewer, never one more (when the first slice is read
 //!   elsewhere too, merging would leave as many nodes and only move the work; left alone,
