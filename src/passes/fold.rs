@@ -494,7 +494,9 @@ pub(crate) fn run_listing(
         if model.graph().g.node_weight(ix).is_none() {
             continue;
         }
-        if let FactsSource::Given(f) = &source {
+        // (A constant's value is its tensor: never wrapped, never a Reshape.)
+        let is_op = matches!(model.graph().node(ix).kind, crate::ir::NodeKind::Op);
+        if let (FactsSource::Given(f), true) = (&source, is_op) {
             wraps.visit(model.graph(), f, ix);
             if let Some(values) = reshape_target(model.graph(), f, &wraps, ix) {
                 retarget_reshape(model.graph_mut(), format, ix, &values, report);

@@ -46,6 +46,14 @@ pub(crate) fn run(model: &mut Model, report: &mut PassReport) -> Result<usize> {
         return Ok(0);
     };
     let graph = &m.graph;
+    // Most graphs have no `If`: one plain pass over the node weights says so.
+    if !graph
+        .g
+        .node_weights()
+        .any(|n| matches!(n.kind, NodeKind::Op) && n.op_type == "If")
+    {
+        return Ok(0);
+    }
     let candidates: Vec<(NodeIndex, u32, bool)> = graph
         .g
         .node_indices()

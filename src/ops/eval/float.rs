@@ -162,20 +162,37 @@ fn binary_in<E: Elem>(inputs: &[&Tensor], op: FBin, limit: u64) -> Result<Tensor
     }
     let n = count(&shape)?;
     check_size(first.dtype, n, limit)?;
+    // An input of the output's shape is read in order, a one-element input as that element;
+    // only a real broadcast needs the offset table (the same elements either way).
     let mut acc: Vec<E> = {
         let v = values::<E>(first)?;
-        broadcast_offsets(&first.shape, &shape)
-            .iter()
-            .map(|&o| v[o as usize])
-            .collect()
+        if first.shape == shape {
+            v
+        } else {
+            broadcast_offsets(&first.shape, &shape)
+                .iter()
+                .map(|&o| v[o as usize])
+                .collect()
+        }
+    };
+    let fail = |a: E, b: E| {
+        EvalError::Unsupported(format!("{op:?} of {a:?} and {b:?} (NaN or signed zeros)"))
     };
     for t in &inputs[1..] {
         let v = values::<E>(t)?;
-        for (a, o) in acc.iter_mut().zip(broadcast_offsets(&t.shape, &shape)) {
-            let b = v[o as usize];
-            *a = E::bin(op, *a, b).ok_or_else(|| {
-                EvalError::Unsupported(format!("{op:?} of {a:?} and {b:?} (NaN or signed zeros)"))
-            })?;
+        if t.shape == shape {
+            for (a, &b) in acc.iter_mut().zip(&v) {
+                *a = E::bin(op, *a, b).ok_or_else(|| fail(*a, b))?;
+            }
+        } else if let [b] = v[..] {
+            for a in acc.iter_mut() {
+                *a = E::bin(op, *a, b).ok_or_else(|| fail(*a, b))?;
+            }
+        } else {
+            for (a, o) in acc.iter_mut().zip(broadcast_offsets(&t.shape, &shape)) {
+                let b = v[o as usize];
+                *a = E::bin(op, *a, b).ok_or_else(|| fail(*a, b))?;
+            }
         }
     }
     Ok(tensor(first.dtype, shape, &acc))
