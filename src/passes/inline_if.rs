@@ -163,40 +163,9 @@ fn inline(graph: &mut Graph, ix: NodeIndex, branch: &str, body: &Graph, formal: 
     {
         return false;
     }
-    // What the If node reads from outside, by name.
-    let captured: HashMap<String, OutletId> = graph
-        .g
-        .edges_directed(ix, petgraph::Direction::Incoming)
-        .filter(|e| e.weight().dst_port == Wire::CAPTURED)
-        .filter_map(|e| {
-            let from = OutletId {
-                node: e.source(),
-                port: e.weight().src_port as usize,
-            };
-            Some((graph.value(from)?.name.to_string(), from))
-        })
-        .collect();
-    let mut inputs: HashMap<NodeIndex, OutletId> = HashMap::new();
-    for bix in body.g.node_indices() {
-        let n = body.node(bix);
-        if n.kind == NodeKind::Input {
-            let Some(v) = n.outputs.first() else {
-                return false;
-            };
-            match captured.get(v.name.as_str()) {
-                Some(&o) => {
-                    inputs.insert(bix, o);
-                }
-                // Declared but unread by the branch: nothing to wire.
-                None if body
-                    .g
-                    .edges_directed(bix, petgraph::Direction::Outgoing)
-                    .next()
-                    .is_none() => {}
-                None => return false,
-            }
-        }
-    }
+    let Some(inputs) = captured_inputs(graph, ix, body) else {
+        return false;
+    };
     // A branch output computed in the branch keeps the If output's name (each value once).
     let mut keep_name: HashMap<OutletId, String> = HashMap::new();
     for ((_, out), name) in outputs.iter().zip(&if_outputs) {
@@ -276,4 +245,46 @@ fn inline(graph: &mut Graph, ix: NodeIndex, branch: &str, body: &Graph, formal: 
         }
     }
     true
+}
+
+/// The outside value each input of `body` reads (what `If` node `ix` captures, by name);
+/// `None` when the branch reads a name the `If` does not capture.
+fn captured_inputs(
+    graph: &Graph,
+    ix: NodeIndex,
+    body: &Graph,
+) -> Option<HashMap<NodeIndex, OutletId>> {
+    // What the If node reads from outside, by name.
+    let captured: HashMap<String, OutletId> = graph
+        .g
+        .edges_directed(ix, petgraph::Direction::Incoming)
+        .filter(|e| e.weight().dst_port == Wire::CAPTURED)
+        .filter_map(|e| {
+            let from = OutletId {
+                node: e.source(),
+                port: e.weight().src_port as usize,
+            };
+            Some((graph.value(from)?.name.to_string(), from))
+        })
+        .collect();
+    let mut inputs: HashMap<NodeIndex, OutletId> = HashMap::new();
+    for bix in body.g.node_indices() {
+        let n = body.node(bix);
+        if n.kind == NodeKind::Input {
+            let v = n.outputs.first()?;
+            match captured.get(v.name.as_str()) {
+                Some(&o) => {
+                    inputs.insert(bix, o);
+                }
+                // Declared but unread by the branch: nothing to wire.
+                None if body
+                    .g
+                    .edges_directed(bix, petgraph::Direction::Outgoing)
+                    .next()
+                    .is_none() => {}
+                None => return None,
+            }
+        }
+    }
+    Some(inputs)
 }

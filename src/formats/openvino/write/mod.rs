@@ -5,6 +5,7 @@ use super::*;
 use petgraph::visit::{EdgeIndexable, NodeIndexable};
 use std::borrow::Cow;
 
+mod big_const;
 mod edit;
 mod writer;
 

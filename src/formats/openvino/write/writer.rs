@@ -1,49 +1,13 @@
 //! The `Writer`: the changed document rebuilt as splices of the source text, and the `.bin` with
 //! its new constants.
 
+use super::big_const::{BigConst, HEAD};
 use super::*;
 use crate::ir::Lazy;
 
 /// Lazy constants are compared with new constants at least this long (as long as the
 /// smallest lazy slice).
 const LAZY_MIN: usize = crate::ops::eval::slice::LAZY_MIN;
-
-/// How many first bytes of a big new constant are kept to compare it with the next ones (as
-/// many as `Lazy::same_as` compares first).
-const HEAD: usize = 4096;
-
-/// A big new constant of the written `.bin` (see `Writer::big`).
-struct BigConst {
-    data: TensorData,
-    offset: u64,
-    /// Its length and first [`HEAD`] bytes, produced once: a constant whose length or first
-    /// bytes differ is not the same, and is told apart without producing anything again
-    /// (`half_kept.xml`'s 32 folded weights were each produced from their first run to their
-    /// last for every comparison: 992 walks of 16,384 runs).
-    len: usize,
-    head: Vec<u8>,
-}
-
-impl BigConst {
-    fn new(data: TensorData, offset: u64) -> BigConst {
-        let (len, head) = match &data {
-            TensorData::Lazy(l) => (l.len(), l.prefix(HEAD)),
-            TensorData::Raw(b) => (b.len(), b[..HEAD.min(b.len())].to_vec()),
-            TensorData::Strings(_) => (0, Vec::new()),
-        };
-        BigConst {
-            data,
-            offset,
-            len,
-            head,
-        }
-    }
-
-    /// False when the constant's bytes cannot be `(len, head)`'s (see [`BigConst::head`]).
-    fn may_be(&self, len: usize, head: &[u8]) -> bool {
-        self.len == len && self.head == head
-    }
-}
 
 /// Builds the changed document and `.bin`.
 pub(super) struct Writer<'a> {
