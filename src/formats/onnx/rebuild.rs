@@ -86,7 +86,15 @@ pub(super) fn value_info_proto(
     use proto::type_proto::{Tensor as TT, Value as TV};
     let mut vi = base.cloned().unwrap_or_default();
     vi.name = Some(name.to_string());
-    let elem_type = ty.dtype.map(|d| d.onnx_code());
+    // An element type the pass does not know stays the declared one: a tensor type without
+    // one is invalid (ONNX Runtime rejects the model).
+    let declared = base
+        .and_then(|b| b.r#type.as_ref())
+        .and_then(|t| match &t.value {
+            Some(TV::TensorType(tt)) => tt.elem_type,
+            _ => None,
+        });
+    let elem_type = ty.dtype.map(|d| d.onnx_code()).or(declared);
     vi.r#type = Some(proto::TypeProto {
         denotation: base
             .and_then(|b| b.r#type.as_ref())

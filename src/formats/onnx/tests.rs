@@ -562,3 +562,32 @@ proptest! {
         }
     }
 }
+
+/// A graph output whose type a pass marks changed without knowing its element type keeps the
+/// declared element type: the ONNX spec requires `elem_type` on a tensor type (ONNX Runtime
+/// rejects a model whose output type is `tensor_type {}`), and the pass said nothing about it.
+#[test]
+fn refined_output_keeps_its_declared_element_type() {
+    use proto::type_proto::{Tensor as TT, Value as TV};
+    let declared = ValueInfoProto {
+        name: Some("y".into()),
+        r#type: Some(proto::TypeProto {
+            denotation: None,
+            value: Some(TV::TensorType(TT {
+                elem_type: Some(DType::F32.onnx_code()),
+                shape: None,
+            })),
+        }),
+        ..Default::default()
+    };
+    let ty = ValueType {
+        dtype: None,
+        shape: Some(vec![DeclaredDim::Known(2), DeclaredDim::Param("n".into())]),
+    };
+    let vi = value_info_proto("y", &ty, Some(&declared));
+    let Some(TV::TensorType(tt)) = vi.r#type.and_then(|t| t.value) else {
+        panic!("a tensor type");
+    };
+    assert_eq!(tt.elem_type, Some(DType::F32.onnx_code()));
+    assert_eq!(tt.shape.map(|s| s.dim.len()), Some(2));
+}
