@@ -376,15 +376,7 @@ fn raise_lone_shaping(
         let n: u64 = d.iter().product();
         ((0..n).collect::<Vec<u64>>(), d.clone())
     });
-    let whole = Ent {
-        begin: 0,
-        end: 0,
-        stride: 1,
-        begin_mask: true,
-        end_mask: true,
-        begin_src: None,
-        end_src: None,
-    };
+    let whole = Ent::WHOLE;
     // A removed axis is one of size 1 (follow_events checks it): its only index is 0.
     let single = vec![Some(0); rank];
     let (evs, _) = follow_events(graph, ix, &dims, &single, format)

@@ -19,6 +19,19 @@ pub struct Ent {
     pub end_src: Option<usize>,
 }
 
+impl Ent {
+    /// The whole axis, in order (`begin_mask` and `end_mask`, stride 1).
+    pub const WHOLE: Ent = Ent {
+        begin: 0,
+        end: 0,
+        stride: 1,
+        begin_mask: true,
+        end_mask: true,
+        begin_src: None,
+        end_src: None,
+    };
+}
+
 /// What happens to the axes after the Slice, in output order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ev {

@@ -240,15 +240,7 @@ pub(super) fn unlower(
     let steps = consts(graph, *step)?;
     let axes = consts(graph, *axes)?;
     let rank = dims.len();
-    let whole = Ent {
-        begin: 0,
-        end: 0,
-        stride: 1,
-        begin_mask: true,
-        end_mask: true,
-        begin_src: None,
-        end_src: None,
-    };
+    let whole = Ent::WHOLE;
     let mut ents = vec![whole; rank];
     let mut single = vec![None; rank];
     let mut seen = vec![false; rank];
