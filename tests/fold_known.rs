@@ -16,14 +16,8 @@ use slice_opt::ir::{DType, NodeKind, Tensor};
 use slice_opt::pipeline::{PassKind, Pipeline};
 use slice_opt::Model;
 
-fn dtype(name: &str) -> DType {
-    match name {
-        "int64" => DType::I64,
-        "int32" => DType::I32,
-        "bool" => DType::Bool,
-        other => panic!("dtype {other} not in the fixtures' list"),
-    }
-}
+mod common;
+use common::fixture_dtype as dtype;
 
 /// The elements of an integer or boolean tensor, as i64.
 fn ints(t: &Tensor) -> Vec<i64> {

@@ -16,17 +16,8 @@ use slice_opt::ir::{DType, NodeKind, Tensor};
 use slice_opt::pipeline::{PassKind, Pipeline};
 use slice_opt::Model;
 
-fn dtype(name: &str) -> DType {
-    match name {
-        "int64" => DType::I64,
-        "int32" => DType::I32,
-        "int8" => DType::I8,
-        "bool" => DType::Bool,
-        "float32" => DType::F32,
-        "float64" => DType::F64,
-        other => panic!("dtype {other} not in the fixtures' list"),
-    }
-}
+mod common;
+use common::fixture_dtype as dtype;
 
 /// The elements of a float tensor as f64 bit patterns of their value (f32 widened exactly),
 /// so that `-0.0` and `0.0` differ.

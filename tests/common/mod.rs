@@ -466,3 +466,17 @@ pub fn node(op: &str, name: &str, inputs: &[&str], outputs: &[&str]) -> proto::N
         ..Default::default()
     }
 }
+
+/// The element type a fixture's `expected.json` names as numpy does (`"int64"`, `"float32"`, ...).
+pub fn fixture_dtype(name: &str) -> slice_opt::ir::DType {
+    use slice_opt::ir::DType;
+    match name {
+        "int64" => DType::I64,
+        "int32" => DType::I32,
+        "int8" => DType::I8,
+        "bool" => DType::Bool,
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        other => panic!("dtype {other} not in the fixtures' list"),
+    }
+}
