@@ -110,6 +110,7 @@ const FAMILIES: &[&[OpEntry]] = &[
     eval::elementwise::OPS,
     eval::float::OPS,
     eval::reduce::OPS,
+    eval::transcendental::OPS,
 ];
 
 const COUNT: usize = {

@@ -1,0 +1,228 @@
+//! Layer: passes (`fold`), ONNX `Sin`, `Cos` and `Log` of f32 constants (issue 43).
+//!
+//! `tests/data/trig/ort_trig.bin.gz` holds ONNX Runtime's outputs (onnxruntime 1.32, CPU, x86-64,
+//! written by `tools/gen_trig_fixtures.py`) for single-node models over many tensors: every
+//! length 1..70 over rotary angles, small and large angles, Log of integers, fractions and T5
+//! relative-position ratios, random positive bit patterns with denormals, special values (0,
+//! -0, inf, NaN, negatives, denormals, the Payne-Hanek thresholds) at packet and tail
+//! positions, and long tensors. ONNX Runtime's values are not correctly rounded and depend on
+//! the element's position, so the fold must reproduce each bit: here every case is a node of a
+//! model, `fold` + `cleanup` run, and every node folded must give ONNX Runtime's bits for every
+//! element. The cases the fold must not refuse (finite inputs below the thresholds; Log of any
+//! value, but of zero or positive values in the tail) must all be folded.
+//!
+//! `TRIG_FIXTURE=FILE` checks another fixture (`gen_trig_fixtures.py --big`: ~11 M elements).
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::Read;
+
+use common::{model, node, tensor_value};
+use prost::Message;
+use slice_opt::formats::onnx::{proto, OnnxModel};
+use slice_opt::pipeline::PassKind;
+use slice_opt::{Model, Pipeline};
+
+const OPS: [&str; 3] = ["Sin", "Cos", "Log"];
+
+struct Case {
+    op: usize,
+    x: Vec<u32>,
+    y: Vec<u32>,
+}
+
+fn read_fixture() -> Vec<Case> {
+    let path = std::env::var("TRIG_FIXTURE").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/trig/ort_trig.bin.gz"
+        )
+        .to_string()
+    });
+    let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut data = Vec::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_end(&mut data)
+        .expect("gzip");
+    assert_eq!(&data[..8], b"ORTTRIG1", "{path}: not a trig fixture");
+    let mut at = 8;
+    let words = |at: &mut usize, n: usize| -> Vec<u32> {
+        let v = data[*at..*at + 4 * n]
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        *at += 4 * n;
+        v
+    };
+    let mut cases = Vec::new();
+    while at < data.len() {
+        let op = data[at] as usize;
+        let n = u32::from_le_bytes(data[at + 1..at + 5].try_into().expect("4 bytes")) as usize;
+        at += 5;
+        let x = words(&mut at, n);
+        let y = words(&mut at, n);
+        assert!(op < OPS.len(), "op {op}");
+        cases.push(Case { op, x, y });
+    }
+    cases
+}
+
+/// Whether the fold must give a value for this case (see the module comment): finite inputs
+/// under the packet algorithms' Payne-Hanek thresholds (Sin, Cos); for Log, zero, positive or
+/// +inf inputs after the last whole packet (the C library's values), anything in a packet. Log
+/// tensors ONNX Runtime may split across threads (over ~12,800 elements) are not required.
+fn must_fold(c: &Case) -> bool {
+    let packets = c.x.len() / 4 * 4;
+    c.x.iter().enumerate().all(|(i, &b)| {
+        let x = f32::from_bits(b);
+        match OPS[c.op] {
+            "Sin" => x.is_finite() && x.abs() < 25966.0,
+            "Cos" => x.is_finite() && x.abs() < 18838.0,
+            _ => i < packets || x >= 0.0,
+        }
+    }) && !(OPS[c.op] == "Log" && c.x.len() > 12_000)
+}
+
+/// One model per op: node `n{k}` computes case `k` from initializer `x{k}` into output `y{k}`.
+fn op_model(op: usize, cases: &[(usize, &Case)]) -> proto::ModelProto {
+    let float = proto::tensor_proto::DataType::Float as i32;
+    let mut nodes = Vec::new();
+    let mut inits = Vec::new();
+    let mut outputs = Vec::new();
+    for (k, c) in cases {
+        let (x, y) = (format!("x{k}"), format!("y{k}"));
+        nodes.push(node(OPS[op], &format!("n{k}"), &[&x], &[&y]));
+        inits.push(proto::TensorProto {
+            name: Some(x),
+            dims: vec![c.x.len() as i64],
+            data_type: Some(float),
+            raw_data: Some(c.x.iter().flat_map(|b| b.to_le_bytes()).collect()),
+            ..Default::default()
+        });
+        outputs.push(tensor_value(&y, float, &[Some(c.x.len() as u64)]));
+    }
+    model(proto::GraphProto {
+        name: Some(OPS[op].into()),
+        node: nodes,
+        initializer: inits,
+        output: outputs,
+        ..Default::default()
+    })
+}
+
+/// The folded constants of the model's outputs, by output name.
+fn folded(m: &proto::ModelProto, limit: u64) -> HashMap<String, Vec<u32>> {
+    let bytes = bytes::Bytes::from(m.encode_to_vec());
+    let onnx = OnnxModel::from_bytes("trig.onnx".as_ref(), bytes).expect("load");
+    let mut model = Model::Onnx(onnx);
+    Pipeline::with_passes(vec![PassKind::Fold, PassKind::Cleanup])
+        .fold_limit(limit)
+        .run(&mut model)
+        .expect("fold");
+    let Model::Onnx(onnx) = model else {
+        unreachable!("ONNX in, ONNX out")
+    };
+    let p = onnx.to_proto().expect("encode");
+    let g = p.graph.expect("graph");
+    let words = |t: &proto::TensorProto| -> Vec<u32> {
+        match &t.raw_data {
+            Some(r) => r
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+            None => t.float_data.iter().map(|v| v.to_bits()).collect(),
+        }
+    };
+    let mut out: HashMap<String, Vec<u32>> = g
+        .initializer
+        .iter()
+        .filter_map(|t| Some((t.name.clone()?, words(t))))
+        .collect();
+    for n in &g.node {
+        if n.op_type.as_deref() == Some("Constant") {
+            if let (Some(o), Some(t)) = (
+                n.output.first(),
+                n.attribute.iter().find_map(|a| a.t.as_ref()),
+            ) {
+                out.insert(o.clone(), words(t));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_folded_value_is_onnx_runtimes() {
+    let cases = read_fixture();
+    assert!(cases.len() >= 200, "{} cases", cases.len());
+    let mut failures = Vec::new();
+    for op in 0..OPS.len() {
+        let mine: Vec<(usize, &Case)> = cases
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.op == op)
+            .collect();
+        let got = folded(&op_model(op, &mine), 1 << 30);
+        let (mut elements, mut cases_folded, mut refused) = (0usize, 0usize, 0usize);
+        for (k, c) in &mine {
+            let Some(v) = got.get(&format!("y{k}")) else {
+                refused += 1;
+                if must_fold(c) {
+                    failures.push(format!(
+                        "{} case {k} ({} elements): not folded",
+                        OPS[op],
+                        c.x.len()
+                    ));
+                }
+                continue;
+            };
+            cases_folded += 1;
+            elements += v.len();
+            for (i, ((&x, &want), &have)) in c.x.iter().zip(&c.y).zip(v).enumerate() {
+                if want != have {
+                    failures.push(format!(
+                        "{} case {k} (n = {}) element {i}: x = {:e} ({x:#010x}): ONNX Runtime {:e} \
+                         ({want:#010x}), fold {:e} ({have:#010x})",
+                        OPS[op],
+                        c.x.len(),
+                        f32::from_bits(x),
+                        f32::from_bits(want),
+                        f32::from_bits(have)
+                    ));
+                }
+            }
+            assert_eq!(v.len(), c.x.len(), "{} case {k}: length", OPS[op]);
+        }
+        println!(
+            "{}: {cases_folded} cases folded ({elements} elements, each ONNX Runtime's bits), \
+             {refused} refused",
+            OPS[op]
+        );
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differences, first: {:#?}",
+        failures.len(),
+        &failures[..failures.len().min(20)]
+    );
+}
+
+/// `--fold-limit` holds: a result over the limit is not computed.
+#[test]
+fn over_the_fold_limit_nothing_folds() {
+    let cases = read_fixture();
+    let big: Vec<(usize, &Case)> = cases
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.op == 0 && c.x.len() >= 1000 && must_fold(c))
+        .collect();
+    assert!(!big.is_empty());
+    let got = folded(&op_model(0, &big), 1000);
+    for (k, _) in &big {
+        assert!(
+            !got.contains_key(&format!("y{k}")),
+            "case {k} folded over the limit"
+        );
+    }
+}
