@@ -1,4 +1,5 @@
-//! Layer: passes (`fold`), ONNX `Sin`, `Cos` and `Log` of f32 constants (issue 43).
+//! Layer: passes (`fold`), ONNX `Sin`, `Cos`, `Log` and cubic `Resize` of f32 constants
+//! (issue 43).
 //!
 //! `tests/data/trig/ort_trig.bin.gz` holds ONNX Runtime's outputs (onnxruntime 1.32, CPU, x86-64,
 //! written by `tools/gen_trig_fixtures.py`) for single-node models over many tensors: every
@@ -10,6 +11,10 @@
 //! model, `fold` + `cleanup` run, and every node folded must give ONNX Runtime's bits for every
 //! element. The cases the fold must not refuse (finite inputs below the thresholds; Log of any
 //! value, but of zero or positive values in the tail) must all be folded.
+//!
+//! The fixture's cubic `Resize` cases (rank 4 and 2, up and down, four coordinate modes, two
+//! `cubic_coeff_a`, `exclude_outside` 0 and 1, ViT's 4x4 -> 8x10 position embeddings) are
+//! checked the same way, and must all fold.
 //!
 //! `TRIG_FIXTURE=FILE` checks another fixture (`gen_trig_fixtures.py --big`: ~11 M elements).
 
@@ -32,7 +37,25 @@ struct Case {
     y: Vec<u32>,
 }
 
-fn read_fixture() -> Vec<Case> {
+/// A cubic `Resize` case.
+struct ResizeCase {
+    coord: &'static str,
+    a: f32,
+    exclude: i64,
+    shape: Vec<u64>,
+    sizes: Vec<u64>,
+    x: Vec<u32>,
+    y: Vec<u32>,
+}
+
+const COORDS: [&str; 4] = [
+    "half_pixel",
+    "pytorch_half_pixel",
+    "asymmetric",
+    "align_corners",
+];
+
+fn read_fixture() -> (Vec<Case>, Vec<ResizeCase>) {
     let path = std::env::var("TRIG_FIXTURE").unwrap_or_else(|_| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -56,7 +79,32 @@ fn read_fixture() -> Vec<Case> {
         v
     };
     let mut cases = Vec::new();
+    let mut resizes = Vec::new();
     while at < data.len() {
+        if data[at] == 3 {
+            let coord = COORDS[data[at + 1] as usize];
+            let a = f32::from_le_bytes(data[at + 2..at + 6].try_into().expect("4 bytes"));
+            let exclude = data[at + 6] as i64;
+            let rank = data[at + 7] as usize;
+            at += 8;
+            let dims: Vec<u64> = words(&mut at, 2 * rank)
+                .into_iter()
+                .map(u64::from)
+                .collect();
+            let (shape, sizes) = (dims[..rank].to_vec(), dims[rank..].to_vec());
+            let x = words(&mut at, shape.iter().product::<u64>() as usize);
+            let y = words(&mut at, sizes.iter().product::<u64>() as usize);
+            resizes.push(ResizeCase {
+                coord,
+                a,
+                exclude,
+                shape,
+                sizes,
+                x,
+                y,
+            });
+            continue;
+        }
         let op = data[at] as usize;
         let n = u32::from_le_bytes(data[at + 1..at + 5].try_into().expect("4 bytes")) as usize;
         at += 5;
@@ -65,7 +113,7 @@ fn read_fixture() -> Vec<Case> {
         assert!(op < OPS.len(), "op {op}");
         cases.push(Case { op, x, y });
     }
-    cases
+    (cases, resizes)
 }
 
 /// Whether the fold must give a value for this case (see the module comment): finite inputs
@@ -154,7 +202,7 @@ fn folded(m: &proto::ModelProto, limit: u64) -> HashMap<String, Vec<u32>> {
 
 #[test]
 fn every_folded_value_is_onnx_runtimes() {
-    let cases = read_fixture();
+    let (cases, _) = read_fixture();
     assert!(cases.len() >= 200, "{} cases", cases.len());
     let mut failures = Vec::new();
     for op in 0..OPS.len() {
@@ -211,7 +259,7 @@ fn every_folded_value_is_onnx_runtimes() {
 /// `--fold-limit` holds: a result over the limit is not computed.
 #[test]
 fn over_the_fold_limit_nothing_folds() {
-    let cases = read_fixture();
+    let (cases, _) = read_fixture();
     let big: Vec<(usize, &Case)> = cases
         .iter()
         .enumerate()
@@ -225,4 +273,93 @@ fn over_the_fold_limit_nothing_folds() {
             "case {k} folded over the limit"
         );
     }
+}
+
+/// Every cubic `Resize` case folds to ONNX Runtime's bits.
+#[test]
+fn cubic_resize_is_onnx_runtimes() {
+    let (_, cases) = read_fixture();
+    assert!(cases.len() >= 30, "{} cases", cases.len());
+    let float = proto::tensor_proto::DataType::Float as i32;
+    let int64 = proto::tensor_proto::DataType::Int64 as i32;
+    let attr_s = |name: &str, v: &str| proto::AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(proto::attribute_proto::AttributeType::String as i32),
+        s: Some(bytes::Bytes::copy_from_slice(v.as_bytes())),
+        ..Default::default()
+    };
+    let (mut nodes, mut inits, mut outputs) = (Vec::new(), Vec::new(), Vec::new());
+    for (k, c) in cases.iter().enumerate() {
+        let (x, s, y) = (format!("x{k}"), format!("s{k}"), format!("y{k}"));
+        let mut n = node("Resize", &format!("n{k}"), &[&x, "", "", &s], &[&y]);
+        n.attribute = vec![
+            attr_s("mode", "cubic"),
+            attr_s("coordinate_transformation_mode", c.coord),
+            proto::AttributeProto {
+                name: Some("cubic_coeff_a".into()),
+                r#type: Some(proto::attribute_proto::AttributeType::Float as i32),
+                f: Some(c.a),
+                ..Default::default()
+            },
+            proto::AttributeProto {
+                name: Some("exclude_outside".into()),
+                r#type: Some(proto::attribute_proto::AttributeType::Int as i32),
+                i: Some(c.exclude),
+                ..Default::default()
+            },
+        ];
+        nodes.push(n);
+        inits.push(proto::TensorProto {
+            name: Some(x),
+            dims: c.shape.iter().map(|&d| d as i64).collect(),
+            data_type: Some(float),
+            raw_data: Some(c.x.iter().flat_map(|b| b.to_le_bytes()).collect()),
+            ..Default::default()
+        });
+        inits.push(proto::TensorProto {
+            name: Some(s),
+            dims: vec![c.sizes.len() as i64],
+            data_type: Some(int64),
+            int64_data: c.sizes.iter().map(|&d| d as i64).collect(),
+            ..Default::default()
+        });
+        let dims: Vec<Option<u64>> = c.sizes.iter().map(|&d| Some(d)).collect();
+        outputs.push(tensor_value(&y, float, &dims));
+    }
+    let mut m = model(proto::GraphProto {
+        name: Some("resize".into()),
+        node: nodes,
+        initializer: inits,
+        output: outputs,
+        ..Default::default()
+    });
+    m.opset_import[0].version = Some(19);
+    let got = folded(&m, 1 << 30);
+    let mut failures = Vec::new();
+    let mut elements = 0;
+    for (k, c) in cases.iter().enumerate() {
+        let Some(v) = got.get(&format!("y{k}")) else {
+            failures.push(format!(
+                "case {k} ({:?} -> {:?}, {}): not folded",
+                c.shape, c.sizes, c.coord
+            ));
+            continue;
+        };
+        assert_eq!(v.len(), c.y.len(), "case {k}: length");
+        elements += v.len();
+        let bad = v.iter().zip(&c.y).filter(|(a, b)| a != b).count();
+        if bad > 0 {
+            failures.push(format!(
+                "case {k} ({:?} -> {:?}, {}, a {}, exclude_outside {}): {bad} of {} elements differ",
+                c.shape,
+                c.sizes,
+                c.coord,
+                c.a,
+                c.exclude,
+                v.len()
+            ));
+        }
+    }
+    println!("Resize: {} cases, {elements} elements", cases.len());
+    assert!(failures.is_empty(), "{failures:#?}");
 }

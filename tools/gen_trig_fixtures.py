@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""ONNX Runtime's `Sin`, `Cos` and `Log` of f32 tensors, as fixtures for slice-opt's fold of
-those ops (`src/ops/eval/transcendental.rs`, checked by `tests/fold_transcendental.rs`).
+"""ONNX Runtime's `Sin`, `Cos` and `Log` of f32 tensors, and its cubic `Resize`, as fixtures
+for slice-opt's fold of those ops (`src/ops/eval/transcendental.rs`, `src/ops/eval/resize.rs`,
+checked by `tests/fold_transcendental.rs`).
 
 ONNX Runtime computes these with vector approximations (Eigen packets of 4 lanes) and the C
 library for the elements after the last whole packet, so a value depends on the element's
@@ -10,6 +11,9 @@ bits. Cases: every length 1..70 over several value ranges (rotary angles `positi
 inv_freq` up to 4096, small and large angles, Log of integers 1..1e5, of fractions, of T5's
 relative-position ratios, of random positive bit patterns with denormals), special values (0,
 -0, inf, NaN, negative, denormals) at packet and tail positions, and a few long tensors.
+Resize (opset 19, `sizes`): cubic, rank 4 and 2, up and down, every coordinate mode slice-opt
+folds (half_pixel, pytorch_half_pixel, asymmetric, align_corners), a = -0.75 and -0.5,
+exclude_outside 0 and 1, and ViT's position-embedding case (16 channels, 4x4 -> 8x10).
 
 Usage: python3 tools/gen_trig_fixtures.py [--out tests/data/trig/ort_trig.bin.gz] [--big]
   --big   many more cases (every length to 300, 20 seeds each, long tensors up to 2^20
@@ -19,7 +23,9 @@ Usage: python3 tools/gen_trig_fixtures.py [--out tests/data/trig/ort_trig.bin.gz
           how many differ, by position kind (packet / tail).
 
 Format (little endian, gzip): b"ORTTRIG1", then per case: u8 op (0 Sin, 1 Cos, 2 Log), u32 n,
-n u32 input bits, n u32 output bits.
+n u32 input bits, n u32 output bits; or u8 3 (Resize), u8 coordinate mode (index in COORDS),
+f32 a, u8 exclude_outside, u8 rank, rank u32 input dims, rank u32 sizes, the input's and the
+output's u32 bits.
 """
 
 import argparse
@@ -32,6 +38,45 @@ import sys
 import numpy as np
 
 OPS = ["Sin", "Cos", "Log"]
+COORDS = ["half_pixel", "pytorch_half_pixel", "asymmetric", "align_corners"]
+
+
+def resize_session(rank, coord, a, exclude):
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph(
+        [helper.make_node("Resize", ["x", "", "", "s"], ["y"], mode="cubic",
+                          coordinate_transformation_mode=coord, cubic_coeff_a=a,
+                          exclude_outside=exclude)],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None] * rank),
+         helper.make_tensor_value_info("s", TensorProto.INT64, [rank])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None] * rank)],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    onnx.checker.check_model(m)
+    return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def resize_cases(big):
+    rng = np.random.default_rng(4343)
+    shapes = [((1, 2, 4, 4), (1, 2, 8, 10)), ((1, 3, 14, 14), (1, 3, 16, 16)),
+              ((2, 2, 7, 5), (2, 2, 3, 2)), ((1, 1, 5, 9), (1, 1, 5, 4)), ((6, 4), (13, 1)),
+              ((3, 3), (1, 7)), ((1, 2, 1, 1), (1, 2, 3, 4)), ((1, 1, 24, 24), (1, 1, 24, 24))]
+    if big:
+        shapes += [((1, 4, h, w), (1, 4, oh, ow)) for h, w, oh, ow in rng.integers(1, 30, (200, 4))]
+    combos = [(ci, a, e) for ci in range(len(COORDS)) for a in (-0.75, -0.5) for e in (0, 1)]
+    for k, (shape, sizes) in enumerate(shapes):
+        # every combination for ViT's case (and in --big), four others round robin elsewhere
+        pick = combos if big or k == 0 else [combos[(4 * k + j) % len(combos)] for j in range(4)]
+        for ci, a, exclude in pick:
+            x = rng.standard_normal(shape).astype(np.float32)
+            yield ci, a, exclude, x, tuple(int(d) for d in sizes)
+    # ViT's (vit.ts15.onnx at 32x40: 16 channels, a 4x4 grid to 8x10)
+    yield 0, -0.75, 0, rng.standard_normal((1, 16, 4, 4)).astype(np.float32), (1, 16, 8, 10)
 
 
 def session(op):
@@ -141,6 +186,20 @@ def write(path, big):
             f.write(np.asarray(y, np.float32).view(np.uint32).astype("<u4").tobytes())
             count += 1
             elems += len(x)
+        sessions = {}
+        for ci, a, exclude, x, sizes in resize_cases(big):
+            key = (x.ndim, ci, a, exclude)
+            if key not in sessions:
+                sessions[key] = resize_session(x.ndim, COORDS[ci], a, exclude)
+            y = sessions[key].run(None, {"x": x, "s": np.array(sizes, np.int64)})[0]
+            assert y.shape == sizes, (y.shape, sizes)
+            f.write(struct.pack("<BBfBB", 3, ci, a, exclude, x.ndim))
+            f.write(struct.pack(f"<{x.ndim}I", *x.shape))
+            f.write(struct.pack(f"<{x.ndim}I", *sizes))
+            f.write(x.ravel().view(np.uint32).astype("<u4").tobytes())
+            f.write(np.asarray(y, np.float32).ravel().view(np.uint32).astype("<u4").tobytes())
+            count += 1
+            elems += y.size
     print(f"{path}: {count} cases, {elems} elements, {os.path.getsize(path)} bytes")
 
 
@@ -150,6 +209,14 @@ def read(path):
     assert data[:8] == b"ORTTRIG1", "not a trig fixture"
     at = 8
     while at < len(data):
+        if data[at] == 3:
+            _, _, _, _, rank = struct.unpack_from("<BBfBB", data, at)
+            at += 8
+            dims = struct.unpack_from(f"<{2 * rank}I", data, at)
+            at += 8 * rank
+            n_in, n_out = int(np.prod(dims[:rank])), int(np.prod(dims[rank:]))
+            at += 4 * (n_in + n_out)
+            continue
         op, n = struct.unpack_from("<BI", data, at)
         at += 5
         x = np.frombuffer(data, "<u4", n, at).view(np.float32)

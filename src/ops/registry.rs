@@ -111,6 +111,7 @@ const FAMILIES: &[&[OpEntry]] = &[
     eval::float::OPS,
     eval::reduce::OPS,
     eval::transcendental::OPS,
+    eval::resize::OPS,
 ];
 
 const COUNT: usize = {
