@@ -205,7 +205,7 @@ fn every_folded_value_is_onnx_runtimes() {
     let (cases, _) = read_fixture();
     assert!(cases.len() >= 200, "{} cases", cases.len());
     let mut failures = Vec::new();
-    for op in 0..OPS.len() {
+    for (op, name) in OPS.iter().enumerate() {
         let mine: Vec<(usize, &Case)> = cases
             .iter()
             .enumerate()
@@ -219,7 +219,7 @@ fn every_folded_value_is_onnx_runtimes() {
                 if must_fold(c) {
                     failures.push(format!(
                         "{} case {k} ({} elements): not folded",
-                        OPS[op],
+                        name,
                         c.x.len()
                     ));
                 }
@@ -232,7 +232,7 @@ fn every_folded_value_is_onnx_runtimes() {
                     failures.push(format!(
                         "{} case {k} (n = {}) element {i}: x = {:e} ({x:#010x}): ONNX Runtime {:e} \
                          ({want:#010x}), fold {:e} ({have:#010x})",
-                        OPS[op],
+                        name,
                         c.x.len(),
                         f32::from_bits(x),
                         f32::from_bits(want),
@@ -240,12 +240,12 @@ fn every_folded_value_is_onnx_runtimes() {
                     ));
                 }
             }
-            assert_eq!(v.len(), c.x.len(), "{} case {k}: length", OPS[op]);
+            assert_eq!(v.len(), c.x.len(), "{} case {k}: length", name);
         }
         println!(
             "{}: {cases_folded} cases folded ({elements} elements, each ONNX Runtime's bits), \
              {refused} refused",
-            OPS[op]
+            name
         );
     }
     assert!(

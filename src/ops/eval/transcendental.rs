@@ -98,7 +98,7 @@ fn packet_sincos(x: f32, sine: bool) -> f32 {
     let k = rounded - ROUNDING_MAGIC;
     let mut r = a;
     for p in PIO2 {
-        r = k * -p + r;
+        r += k * -p;
     }
     let sign = if sine {
         (x.to_bits() ^ (quadrant << 30)) & 0x8000_0000
@@ -114,7 +114,7 @@ fn packet_sincos(x: f32, sine: bool) -> f32 {
     for &k in &SIN_POLY[1..] {
         s = s * r2 + k;
     }
-    s = s * r2;
+    s *= r2;
     s = s * r + r;
     // An even quadrant takes the function's own polynomial, an odd one the other's.
     let even = quadrant & 1 == 0;
@@ -161,16 +161,16 @@ fn packet_log(x: f32) -> f32 {
     let (mut m, mut e) = frexp(x);
     let small = m < std::f32::consts::FRAC_1_SQRT_2;
     let twice = if small { m } else { 0.0 };
-    m = m - 1.0;
+    m -= 1.0;
     if small {
-        e = e - 1.0;
+        e -= 1.0;
     }
     let f = m + twice;
     let mut p = LOG_P[0];
     for &k in &LOG_P[1..] {
         p = p * f + k;
     }
-    p = f * p;
+    p *= f;
     let mut q = LOG_Q[0];
     for &k in &LOG_Q[1..] {
         q = q * f + k;
@@ -192,7 +192,7 @@ pub fn packet_value(op: Trans, x: f32) -> Option<f32> {
 /// The scalar (C library) value of `op` at `x`, `None` where its bits are not reproduced (a
 /// NaN result: its sign and payload are the library's).
 pub fn scalar_value(op: Trans, x: f32) -> Option<f32> {
-    if !x.is_finite() && !(op == Trans::Log && x == f32::INFINITY) {
+    if !(x.is_finite() || (op == Trans::Log && x == f32::INFINITY)) {
         return None;
     }
     match op {
