@@ -5,13 +5,14 @@ the original and on ours at those sizes), and for each model whether ours gives 
 element with the original's exact bits (floats compared as bit patterns), besides the script's
 own `np.allclose(rtol=1e-4, atol=1e-5)`.
 
-Folding `Sin`, `Cos` and `Log` (`src/ops/eval/transcendental.rs`) must not change one bit of
+Folding `Sin`, `Cos`, `Log` (`src/ops/eval/transcendental.rs`) and cubic `Resize`
+(`src/ops/eval/resize.rs`) must not change one bit of
 any output: run this with the binary before and after such a change and compare.
 
 Usage: /work/venv-exports/bin/python tools/trig_exact_check.py --bin target/release/slice-opt
            [--dir tests/data/exports] [--only SUBSTR] [--json FILE]
 Prints one line per model (`exact` / `close` / `DIFFERENT`, and the ops of the original that
-slice-opt folds here: Sin, Cos, Log) and a summary.
+slice-opt folds here: Sin, Cos, Log, Resize) and a summary.
 """
 
 import argparse
@@ -86,7 +87,7 @@ def main():
                 rows.append({"model": fname, "error": str(e)[:200]})
                 continue
         g = onnx.load(os.path.join(a.dir, fname), load_external_data=False).graph
-        trig = sorted({n.op_type for n in g.node if n.op_type in ("Sin", "Cos", "Log")})
+        trig = sorted({n.op_type for n in g.node if n.op_type in ("Sin", "Cos", "Log", "Resize")})
         if not seen:
             print(f"{fname:48} not compared")
             rows.append({"model": fname, "compared": False})
@@ -100,7 +101,7 @@ def main():
     print(
         f"\n{len(done)} models compared: {sum(r['exact'] for r in done)} bit-exact, "
         f"{sum(r['close'] and not r['exact'] for r in done)} only close, "
-        f"{sum(not r['close'] for r in done)} different; with Sin/Cos/Log: "
+        f"{sum(not r['close'] for r in done)} different; with Sin/Cos/Log/Resize: "
         f"{sum(r['exact'] for r in done if r['trig'])} of {sum(1 for r in done if r['trig'])} bit-exact"
     )
     if a.json:
