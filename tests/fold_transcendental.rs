@@ -14,7 +14,8 @@
 //!
 //! The fixture's cubic `Resize` cases (rank 4 and 2, up and down, four coordinate modes, two
 //! `cubic_coeff_a`, `exclude_outside` 0 and 1, ViT's 4x4 -> 8x10 position embeddings) are
-//! checked the same way, and must all fold.
+//! checked the same way, and must all fold; so are its `ScatterND` cases (f32 and int64, rank
+//! 1..4, negative indices, T5's decoder mask), data movement that must equal ONNX Runtime's.
 //!
 //! `TRIG_FIXTURE=FILE` checks another fixture (`gen_trig_fixtures.py --big`: ~11 M elements).
 
@@ -48,6 +49,18 @@ struct ResizeCase {
     y: Vec<u32>,
 }
 
+/// A `ScatterND` case: element type (ONNX code), data dims, indices dims, and the data's,
+/// indices', updates' and ONNX Runtime's output's bytes.
+struct ScatterCase {
+    elem: i32,
+    shape: Vec<i64>,
+    ishape: Vec<i64>,
+    data: Vec<u8>,
+    indices: Vec<u8>,
+    updates: Vec<u8>,
+    out: Vec<u8>,
+}
+
 const COORDS: [&str; 4] = [
     "half_pixel",
     "pytorch_half_pixel",
@@ -55,7 +68,7 @@ const COORDS: [&str; 4] = [
     "align_corners",
 ];
 
-fn read_fixture() -> (Vec<Case>, Vec<ResizeCase>) {
+fn read_fixture() -> (Vec<Case>, Vec<ResizeCase>, Vec<ScatterCase>) {
     let path = std::env::var("TRIG_FIXTURE").unwrap_or_else(|_| {
         concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -80,7 +93,44 @@ fn read_fixture() -> (Vec<Case>, Vec<ResizeCase>) {
     };
     let mut cases = Vec::new();
     let mut resizes = Vec::new();
+    let mut scatters = Vec::new();
     while at < data.len() {
+        if data[at] == 4 {
+            let (elem, r) = (data[at + 1] as i32, data[at + 2] as usize);
+            at += 3;
+            let shape: Vec<i64> = words(&mut at, r).into_iter().map(i64::from).collect();
+            let q = data[at] as usize;
+            at += 1;
+            let ishape: Vec<i64> = words(&mut at, q).into_iter().map(i64::from).collect();
+            let w = if elem == 1 { 4 } else { 8 };
+            let n: i64 = shape.iter().product();
+            let ni: i64 = ishape.iter().product();
+            let k = *ishape.last().expect("indices rank >= 1") as usize;
+            let nu = if k == 0 {
+                0
+            } else {
+                ni / k as i64 * shape[k..].iter().product::<i64>()
+            };
+            let mut take = |len: usize| {
+                let v = data[at..at + len].to_vec();
+                at += len;
+                v
+            };
+            let d = take(w * n as usize);
+            let i = take(8 * ni as usize);
+            let u = take(w * nu as usize);
+            let o = take(w * n as usize);
+            scatters.push(ScatterCase {
+                elem,
+                shape,
+                ishape,
+                data: d,
+                indices: i,
+                updates: u,
+                out: o,
+            });
+            continue;
+        }
         if data[at] == 3 {
             let coord = COORDS[data[at + 1] as usize];
             let a = f32::from_le_bytes(data[at + 2..at + 6].try_into().expect("4 bytes"));
@@ -113,7 +163,7 @@ fn read_fixture() -> (Vec<Case>, Vec<ResizeCase>) {
         assert!(op < OPS.len(), "op {op}");
         cases.push(Case { op, x, y });
     }
-    (cases, resizes)
+    (cases, resizes, scatters)
 }
 
 /// Whether the fold must give a value for this case (see the module comment): finite inputs
@@ -202,7 +252,7 @@ fn folded(m: &proto::ModelProto, limit: u64) -> HashMap<String, Vec<u32>> {
 
 #[test]
 fn every_folded_value_is_onnx_runtimes() {
-    let (cases, _) = read_fixture();
+    let (cases, _, _) = read_fixture();
     assert!(cases.len() >= 200, "{} cases", cases.len());
     let mut failures = Vec::new();
     for (op, name) in OPS.iter().enumerate() {
@@ -259,7 +309,7 @@ fn every_folded_value_is_onnx_runtimes() {
 /// `--fold-limit` holds: a result over the limit is not computed.
 #[test]
 fn over_the_fold_limit_nothing_folds() {
-    let (cases, _) = read_fixture();
+    let (cases, _, _) = read_fixture();
     let big: Vec<(usize, &Case)> = cases
         .iter()
         .enumerate()
@@ -278,7 +328,7 @@ fn over_the_fold_limit_nothing_folds() {
 /// Every cubic `Resize` case folds to ONNX Runtime's bits.
 #[test]
 fn cubic_resize_is_onnx_runtimes() {
-    let (_, cases) = read_fixture();
+    let (_, cases, _) = read_fixture();
     assert!(cases.len() >= 30, "{} cases", cases.len());
     let float = proto::tensor_proto::DataType::Float as i32;
     let int64 = proto::tensor_proto::DataType::Int64 as i32;
@@ -361,5 +411,86 @@ fn cubic_resize_is_onnx_runtimes() {
         }
     }
     println!("Resize: {} cases, {elements} elements", cases.len());
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// Every `ScatterND` case folds to ONNX Runtime's bytes.
+#[test]
+fn scatter_nd_is_onnx_runtimes() {
+    let (_, _, cases) = read_fixture();
+    assert!(cases.len() >= 30, "{} cases", cases.len());
+    let int64 = proto::tensor_proto::DataType::Int64 as i32;
+    let (mut nodes, mut inits, mut outputs) = (Vec::new(), Vec::new(), Vec::new());
+    for (k, c) in cases.iter().enumerate() {
+        let (d, i, u, y) = (
+            format!("d{k}"),
+            format!("i{k}"),
+            format!("u{k}"),
+            format!("y{k}"),
+        );
+        nodes.push(node("ScatterND", &format!("n{k}"), &[&d, &i, &u], &[&y]));
+        let q = c.ishape.len();
+        let kk = c.ishape[q - 1] as usize;
+        let mut ushape = c.ishape[..q - 1].to_vec();
+        ushape.extend_from_slice(&c.shape[kk..]);
+        for (name, dims, elem, raw) in [
+            (&d, c.shape.clone(), c.elem, &c.data),
+            (&i, c.ishape.clone(), int64, &c.indices),
+            (&u, ushape, c.elem, &c.updates),
+        ] {
+            inits.push(proto::TensorProto {
+                name: Some(name.clone()),
+                dims,
+                data_type: Some(elem),
+                raw_data: Some(bytes::Bytes::from(raw.clone())),
+                ..Default::default()
+            });
+        }
+        let dims: Vec<Option<u64>> = c.shape.iter().map(|&v| Some(v as u64)).collect();
+        outputs.push(tensor_value(&y, c.elem, &dims));
+    }
+    let mut m = model(proto::GraphProto {
+        name: Some("scatter".into()),
+        node: nodes,
+        initializer: inits,
+        output: outputs,
+        ..Default::default()
+    });
+    m.opset_import[0].version = Some(18);
+    let bytes = bytes::Bytes::from(m.encode_to_vec());
+    let onnx = OnnxModel::from_bytes("scatter.onnx".as_ref(), bytes).expect("load");
+    let mut model = Model::Onnx(onnx);
+    Pipeline::with_passes(vec![PassKind::Fold, PassKind::Cleanup])
+        .run(&mut model)
+        .expect("fold");
+    let Model::Onnx(onnx) = model else {
+        unreachable!("ONNX in, ONNX out")
+    };
+    let g = onnx.to_proto().expect("encode").graph.expect("graph");
+    let mut failures = Vec::new();
+    for (k, c) in cases.iter().enumerate() {
+        let name = format!("y{k}");
+        let got = g
+            .initializer
+            .iter()
+            .find(|t| t.name.as_deref() == Some(name.as_str()))
+            .map(|t| match (&t.raw_data, c.elem) {
+                (Some(r), _) => r.to_vec(),
+                (None, 1) => t.float_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                (None, _) => t.int64_data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            });
+        match got {
+            None => failures.push(format!(
+                "case {k} ({:?}, indices {:?}): not folded",
+                c.shape, c.ishape
+            )),
+            Some(v) if v != c.out => failures.push(format!(
+                "case {k} ({:?}, indices {:?}): differs from ONNX Runtime",
+                c.shape, c.ishape
+            )),
+            Some(_) => {}
+        }
+    }
+    println!("ScatterND: {} cases", cases.len());
     assert!(failures.is_empty(), "{failures:#?}");
 }

@@ -14,6 +14,9 @@ relative-position ratios, of random positive bit patterns with denormals), speci
 Resize (opset 19, `sizes`): cubic, rank 4 and 2, up and down, every coordinate mode slice-opt
 folds (half_pixel, pytorch_half_pixel, asymmetric, align_corners), a = -0.75 and -0.5,
 exclude_outside 0 and 1, and ViT's position-embedding case (16 channels, 4x4 -> 8x10).
+ScatterND (opset 18, no reduction; pure data movement, checked here as the other folds are):
+f32 and int64 data of rank 1..4, index tuples of every length, negative indices, no slice
+named twice, including T5's decoder mask case.
 
 Usage: python3 tools/gen_trig_fixtures.py [--out tests/data/trig/ort_trig.bin.gz] [--big]
   --big   many more cases (every length to 300, 20 seeds each, long tensors up to 2^20
@@ -25,7 +28,9 @@ Usage: python3 tools/gen_trig_fixtures.py [--out tests/data/trig/ort_trig.bin.gz
 Format (little endian, gzip): b"ORTTRIG1", then per case: u8 op (0 Sin, 1 Cos, 2 Log), u32 n,
 n u32 input bits, n u32 output bits; or u8 3 (Resize), u8 coordinate mode (index in COORDS),
 f32 a, u8 exclude_outside, u8 rank, rank u32 input dims, rank u32 sizes, the input's and the
-output's u32 bits.
+output's u32 bits; or u8 4 (ScatterND), u8 ONNX element type (1 float, 7 int64), u8 rank
+r, r u32 data dims, u8 rank q, q u32 indices dims, then the data's, the indices' (i64), the
+updates' and the output's bytes.
 """
 
 import argparse
@@ -59,6 +64,47 @@ def resize_session(rank, coord, a, exclude):
     m.ir_version = 9
     onnx.checker.check_model(m)
     return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def scatter_session(elem):
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper
+
+    g = helper.make_graph(
+        [helper.make_node("ScatterND", ["d", "i", "u"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("d", elem, None),
+         helper.make_tensor_value_info("i", TensorProto.INT64, None),
+         helper.make_tensor_value_info("u", elem, None)],
+        [helper.make_tensor_value_info("y", elem, None)],
+    )
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def scatter_cases(big):
+    rng = np.random.default_rng(4344)
+    for case in range(300 if big else 30):
+        r = int(rng.integers(1, 5))
+        shape = tuple(int(d) for d in rng.integers(1, 6, r))
+        k = int(rng.integers(1, r + 1))
+        slots = int(np.prod(shape[:k]))
+        m = int(rng.integers(0, slots + 1))
+        flat = rng.permutation(slots)[:m]
+        idx = np.stack(np.unravel_index(flat, shape[:k]), -1).astype(np.int64).reshape(m, k)
+        idx = np.where(rng.random(idx.shape) < 0.3, idx - np.array(shape[:k]), idx)
+        lead = (m,) if case % 3 else ((1, m) if case % 2 else (m,))
+        idx = idx.reshape(lead + (k,))
+        elem = 1 if case % 2 else 7
+        dt = np.float32 if elem == 1 else np.int64
+        data = (rng.standard_normal(shape) * 100).astype(dt)
+        upd = (rng.standard_normal(lead + shape[k:]) * 100).astype(dt)
+        yield elem, data, idx, upd
+    # T5 decoder (optimum): a [2, 5, 5] mask with one row of updates per batch
+    yield 1, np.zeros((2, 5, 5), np.float32), np.array([[0], [1]], np.int64), \
+        np.ones((2, 5, 5), np.float32)
 
 
 def resize_cases(big):
@@ -200,6 +246,19 @@ def write(path, big):
             f.write(np.asarray(y, np.float32).ravel().view(np.uint32).astype("<u4").tobytes())
             count += 1
             elems += y.size
+        sessions = {}
+        for elem, data, idx, upd in scatter_cases(big):
+            if elem not in sessions:
+                sessions[elem] = scatter_session(elem)
+            y = sessions[elem].run(None, {"d": data, "i": idx, "u": upd})[0]
+            f.write(struct.pack("<BBB", 4, elem, data.ndim))
+            f.write(struct.pack(f"<{data.ndim}I", *data.shape))
+            f.write(struct.pack("<B", idx.ndim))
+            f.write(struct.pack(f"<{idx.ndim}I", *idx.shape))
+            for a in (data, idx, upd, np.asarray(y, data.dtype)):
+                f.write(np.ascontiguousarray(a).astype(a.dtype.newbyteorder("<")).tobytes())
+            count += 1
+            elems += y.size
     print(f"{path}: {count} cases, {elems} elements, {os.path.getsize(path)} bytes")
 
 
@@ -209,6 +268,21 @@ def read(path):
     assert data[:8] == b"ORTTRIG1", "not a trig fixture"
     at = 8
     while at < len(data):
+        if data[at] == 4:
+            _, elem, r = struct.unpack_from("<BBB", data, at)
+            at += 3
+            dims = struct.unpack_from(f"<{r}I", data, at)
+            at += 4 * r
+            (q,) = struct.unpack_from("<B", data, at)
+            at += 1
+            idims = struct.unpack_from(f"<{q}I", data, at)
+            at += 4 * q
+            w = 4 if elem == 1 else 8
+            n, ni = int(np.prod(dims)), int(np.prod(idims))
+            k = idims[-1]
+            nu = ni // k * int(np.prod(dims[k:])) if k else 0
+            at += w * n + 8 * ni + w * nu + w * n
+            continue
         if data[at] == 3:
             _, _, _, _, rank = struct.unpack_from("<BBfBB", data, at)
             at += 8

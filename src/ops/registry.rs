@@ -112,6 +112,7 @@ const FAMILIES: &[&[OpEntry]] = &[
     eval::reduce::OPS,
     eval::transcendental::OPS,
     eval::resize::OPS,
+    eval::scatter::OPS,
 ];
 
 const COUNT: usize = {

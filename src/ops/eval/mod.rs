@@ -5,7 +5,7 @@
 //! `manip.rs` (concat, reshape, squeeze, unsqueeze), `cast.rs`, `arith.rs` (broadcasting
 //! integer arithmetic, range, fill), `float.rs` (float arithmetic, `Sqrt`, `Floor`…, `Clip`),
 //! `transcendental.rs` (ONNX `Sin`, `Cos`, `Log` as ONNX Runtime computes them), `resize.rs`
-//! (ONNX `Resize`, cubic, as ONNX Runtime computes it),
+//! (ONNX `Resize`, cubic, as ONNX Runtime computes it), `scatter.rs` (ONNX `ScatterND`),
 //! `shape_of.rs` (`Shape`, `ShapeOf`). The computations are
 //! re-exported here, so `eval::reshape` and `eval::manip::reshape` are the same function.
 //!
@@ -26,6 +26,7 @@ pub mod float;
 pub mod manip;
 pub mod reduce;
 pub mod resize;
+pub mod scatter;
 pub mod shape_of;
 pub mod slice;
 pub mod transcendental;
