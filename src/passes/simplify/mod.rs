@@ -16,6 +16,10 @@
 //!   for every size (else refused with the reason).
 //! - [`concat`]: **a slice of a `Concat` that selects within one input** becomes the same
 //!   slice of that input.
+//! - [`element`]: **one element of a 1-D shape value** (`Shape(x)[-1:]` then `Squeeze`, an
+//!   IR StridedSlice with one shrink) becomes one `Gather` with a scalar index; an ONNX slice
+//!   taking one element, not squeezed, a `Gather` of one index (where [`shape`] does not make
+//!   it a constant or `Shape(start, end)`).
 //! - [`shape`]: **ONNX `Shape` then `Slice`** becomes the constant of the dims it selects when
 //!   they are all known (`Shape(x)[-1:]` of `[N, S, 32]`: `[32]`), else (step 1, opset >= 15)
 //!   `Shape(start, end)`.
@@ -52,6 +56,7 @@ use crate::semantics::{self, Clamp, Dim, SlicePlan, DEFAULT_MAX_ELEMENTS};
 use crate::shape::slice_node::{self, SliceOp};
 
 pub mod concat;
+pub mod element;
 pub mod identity;
 pub mod merge;
 pub mod shape;
@@ -68,6 +73,7 @@ pub const REWRITES: &[Rewrite] = &[
     identity::rewrite,
     merge::rewrite,
     concat::rewrite,
+    element::rewrite,
     shape::rewrite,
 ];
 
