@@ -14,6 +14,9 @@
 //!   elsewhere too, merging would leave as many nodes and only move the work; left alone,
 //!   reported). Known sizes get the exact positions; symbolic sizes only a plan proved exact
 //!   for every size (else refused with the reason).
+//! - [`sequence`]: **a Slice of a Slice on disjoint constant axes, parameters computed**
+//!   (GPT-2's causal mask `bias[:, :, k - q : k, :k]`) becomes one Slice whose lists are the
+//!   two joined (`Concat`; constants joined as constants).
 //! - [`concat`]: **a slice of a `Concat` that selects within one input** becomes the same
 //!   slice of that input.
 //! - [`element`]: **one element of a 1-D shape value** (`Shape(x)[-1:]` then `Squeeze`, an
@@ -59,6 +62,7 @@ pub mod concat;
 pub mod element;
 pub mod identity;
 pub mod merge;
+pub mod sequence;
 pub mod shape;
 pub mod split;
 pub mod write;
@@ -71,6 +75,7 @@ pub type Rewrite = fn(&PassCx, &Graph, NodeIndex, &Decoded) -> Option<Patch>;
 /// The rewrites of one slice, in the order they are tried.
 pub const REWRITES: &[Rewrite] = &[
     identity::rewrite,
+    sequence::rewrite,
     merge::rewrite,
     concat::rewrite,
     element::rewrite,
@@ -139,6 +144,9 @@ fn patch_at_with(
                     .as_ref()
                     .and_then(|f| identity::computed(cx, graph, ix, op, f))
                 {
+                    return p;
+                }
+                if let Some(p) = sequence::computed(cx, graph, ix, op) {
                     return p;
                 }
             }
