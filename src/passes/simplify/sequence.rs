@@ -221,6 +221,8 @@ fn merged(
         &p3,
         &a1.iter().map(|&a| norm(a)).collect::<Vec<_>>(),
     )?;
+    let dims = slice_node::declared_shape(graph, data).unwrap_or_default();
+    sampled(op, &dims, [&l1, &l2], (n1, n2))?;
     // The new nodes: each list as a constant or a Concat, then the Slice in `outer`'s place.
     let mut add = NewNodes::beside(cx.dialect, outer);
     let what = ["starts", "ends", "axes", "steps"];
@@ -300,6 +302,91 @@ fn check(
         };
         if e3 != mine || !whole(other) {
             return bad();
+        }
+    }
+    Ok(())
+}
+
+/// Translation validation on samples (semantics core): with the computed elements given
+/// values (every computed start one of a few values, every computed end one of a few, steps
+/// 1, 2 or -1), on the data's dims (capped at 7 where large or symbolic: the rewrite holds at
+/// every size), the merged slice takes the elements the pair takes (an index tensor gathered).
+fn sampled(
+    op: SliceOp,
+    dims: &[DeclaredDim],
+    lists: [&[List; 4]; 2],
+    lens: (usize, usize),
+) -> std::result::Result<(), String> {
+    let total: Option<u64> = dims.iter().try_fold(1u64, |acc, d| match d {
+        DeclaredDim::Known(v) => acc.checked_mul(*v),
+        _ => None,
+    });
+    let small = matches!(total, Some(t) if t <= 1 << 16);
+    let dims: Vec<u64> = dims
+        .iter()
+        .map(|d| match d {
+            DeclaredDim::Known(v) if small => *v,
+            DeclaredDim::Known(v) => (*v).min(7),
+            _ => 7,
+        })
+        .collect();
+    let rank = dims.len();
+    let values = [-9, -2, 0, 1, 3, i64::MAX];
+    let steps = [1, 2, -1];
+    let plan = |st: &[i64], en: &[i64], ax: &[i64], sp: &[i64]| {
+        let c = semantics::decode::constant;
+        match op {
+            SliceOp::OvSlice8 => semantics::ov_slice8(&c(st), &c(en), Some(&c(sp)), Some(ax), rank),
+            _ => semantics::onnx_slice(&c(st), &c(en), Some(ax), Some(&c(sp)), rank, 13),
+        }
+        .ok()
+    };
+    let sel = |p: &SlicePlan, d: &[u64]| -> Option<(Vec<u64>, Vec<u64>)> {
+        let idx = semantics::gather(p, d, op.clamp(), semantics::DEFAULT_MAX_ELEMENTS).ok()?;
+        Some((semantics::output_shape(p, d, op.clamp()).ok()?, idx))
+    };
+    let cat = |x: &[i64], y: &[i64]| x.iter().chain(y).copied().collect::<Vec<_>>();
+    for &b in &values {
+        for &e in &values {
+            for &st in &steps {
+                let fill = |l: &List, n: usize, v: i64| -> Vec<i64> {
+                    l.values(n).iter().map(|x| x.unwrap_or(v)).collect()
+                };
+                let lists_of = |l: &[List; 4], n: usize| {
+                    [
+                        fill(&l[0], n, b),
+                        fill(&l[1], n, e),
+                        fill(&l[2], n, 0),
+                        fill(&l[3], n, st),
+                    ]
+                };
+                let [s1, e1, a1, t1] = lists_of(lists[0], lens.0);
+                let [s2, e2, a2, t2] = lists_of(lists[1], lens.1);
+                let (Some(p1), Some(p2)) = (plan(&s1, &e1, &a1, &t1), plan(&s2, &e2, &a2, &t2))
+                else {
+                    continue;
+                };
+                let p3 = plan(
+                    &cat(&s1, &s2),
+                    &cat(&e1, &e2),
+                    &cat(&a1, &a2),
+                    &cat(&t1, &t2),
+                )
+                .ok_or("not merged: translation validation: the merged slice is invalid")?;
+                let Some((shape1, idx1)) = sel(&p1, &dims) else {
+                    continue;
+                };
+                let Some((shape2, idx2)) = sel(&p2, &shape1) else {
+                    continue;
+                };
+                let want: Vec<u64> = idx2.iter().map(|&j| idx1[j as usize]).collect();
+                if sel(&p3, &dims) != Some((shape2, want)) {
+                    return Err(format!(
+                        "not merged: translation validation failed (starts {b}, ends {e}, \
+                         steps {st} on {dims:?})"
+                    ));
+                }
+            }
         }
     }
     Ok(())
