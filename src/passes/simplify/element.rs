@@ -125,9 +125,10 @@ fn integer(graph: &Graph, v: OutletId) -> bool {
         .is_some_and(|t| t.is_index_type())
 }
 
-/// When node `c` is a `Squeeze` of axis 0 of a 1-D input: whether its axes are explicit
-/// (`[0]` or `[-1]`: it fails on an axis not of size 1) rather than omitted (it removes every
-/// axis of size 1, and leaves an empty vector as it is). `None`: not such a Squeeze.
+/// When node `c` is a `Squeeze` of axis 0 of a 1-D input: whether it fails where the slice
+/// takes nothing (ONNX, axes `[0]` or `[-1]` given: "an error is raised" for an axis not of
+/// size 1) rather than leaving an empty vector as it is (axes omitted: every axis of size 1
+/// removed; OpenVINO). `None`: not such a Squeeze.
 fn squeeze_of_axis0(cx: &PassCx, graph: &Graph, c: NodeIndex) -> Option<bool> {
     let n = graph.node(c);
     if n.kind != NodeKind::Op || n.op_type.as_str() != "Squeeze" {
@@ -146,7 +147,9 @@ fn squeeze_of_axis0(cx: &PassCx, graph: &Graph, c: NodeIndex) -> Option<bool> {
     };
     match axes.as_deref() {
         None => Some(false),
-        Some([0] | [-1]) => Some(true),
+        // OpenVINO's Squeeze of an axis whose size turns out not to be 1 is not documented to
+        // fail: there the slice must take one element at every length.
+        Some([0] | [-1]) => Some(cx.dialect == Format::Onnx),
         Some(_) => None,
     }
 }
@@ -375,6 +378,38 @@ mod tests {
         );
         assert_eq!(index_of(&g, s.node), (vec![], vec![2]));
         assert_eq!(rep.changed, 1);
+    }
+
+    /// OpenVINO `Slice-8` `ShapeOf(x)[1:2]` then `Squeeze(axes=[0])` of `x: [N, S, 4]`: the
+    /// element at index 1 of the 3 dims, squeezed to a scalar: `Gather-8(ShapeOf(x), 1)`.
+    #[test]
+    fn openvino_slice8_then_squeeze_is_a_gather() {
+        let mut b = GraphBuilder::openvino();
+        let x = b.input("x", DType::F32, "N, S, 4");
+        let shape = b
+            .op("ShapeOf", &[x])
+            .name("shape")
+            .typed(DType::I64, [3])
+            .out();
+        let c: Vec<_> = [("b", 1), ("e", 2), ("s", 1), ("a", 0)]
+            .iter()
+            .map(|&(n, v)| b.const_i64(n, &[v]))
+            .collect();
+        let s = b
+            .op("Slice", &[shape, c[0], c[1], c[2], c[3]])
+            .name("s")
+            .typed(DType::I64, [1])
+            .out();
+        let zero = b.const_i64("zero", &[0]);
+        let sq = b
+            .op("Squeeze", &[s, zero])
+            .name("sq")
+            .typed(DType::I64, [])
+            .out();
+        b.output("y", sq);
+        let (g, _) = simplified(b, 0);
+        assert_eq!(ops(&g), vec!["Gather", "Parameter", "Result", "ShapeOf"]);
+        assert_eq!(index_of(&g, sq.node), (vec![], vec![1]));
     }
 
     /// A 1-D i64 input `v` of symbolic length `L`, `v[-2:-1]` then `Squeeze(axes=[0])`. Slice
