@@ -571,7 +571,7 @@ def main():
             tot["changes"] += simp["changed"]
             for c in simp["changes"]:
                 k = c["what"].split(":")[0]
-                k = "sequence" if "computed parameters" in c["what"] else k
+                k = "sequence" if "(disjoint axes" in c["what"] else k
                 k = "merge" if k.startswith("merged") else k
                 k = "element" if k.startswith("one element") else k
                 k = "split" if "slices of one source" in k else k

@@ -249,15 +249,12 @@ pub fn one_element(
             }
         })
     };
-    [j, j - top]
-        .into_iter()
-        .find(|&k| (k >= 0 || k < 0 && k >= -top) && holds(k))
-        .ok_or_else(|| {
-            format!(
-                "one element left as is: {plan} does not take the same element at every size \
+    [j, j - top].into_iter().find(|&k| holds(k)).ok_or_else(|| {
+        format!(
+            "one element left as is: {plan} does not take the same element at every size \
                  of {len}"
-            )
-        })
+        )
+    })
 }
 
 /// The patch that puts `Gather(data, k)` (a scalar index when `scalar`, else `[k]`) in the
