@@ -5,7 +5,10 @@
 //! an error is raised", Squeeze-1/11/13/21), so under it every successful run of the Keras GRU
 //! exports' `y[:, -1]` (`Squeeze(x[:, -1:], axes=[1])`) has `seq >= 1`, and their dims
 //! `batch*min(seq, 1)` and `0..1` would be `batch` and `1` (ONNX Runtime's). A bound is sound
-//! only where every runtime reading the format raises that error, and OpenVINO does not:
+//! only where every runtime reading the format raises that error, and OpenVINO does not (its
+//! Squeeze-1 specification, which its ONNX front end maps ONNX `Squeeze` to: "Specified
+//! dimension should be equal to 1, otherwise it will be ignored and copied as is", an error only
+//! before release 2024.3; a dynamic dim that might be 1 is taken as squeezed):
 //! `tools/gen_squeeze_errors.py` (stored in `tests/data/squeeze_errors/squeeze_errors.expected.json`,
 //! onnxruntime 1.32.0, openvino 2026.4.1) ran `squeeze_tail{,11}.onnx` (`t = x[:, -1:]`,
 //! `y = Squeeze(t, axes=[1])`, `x: float[B, S, 3]`) at `B = 2`: at `S = 0` ONNX Runtime raises,
