@@ -13,10 +13,11 @@
 //! select exactly one element, `k`. On a symbolic length the plan is gathered at every length
 //! from the lower bound to past its last breakpoint (where a constant bound stops clamping; the
 //! selection is affine in `L` after it, so a step more than the plan's step shows any change)
-//! and must select, at each, the element `Gather(k)` takes, and nothing where `k` is out of
-//! range when a `Squeeze` of axis 0 follows (both fail there: the Squeeze of an empty axis,
-//! the Gather of an out-of-range index). A shrink is a `Gather` by definition (its index must
-//! lie in `[-L, L)`, as a Gather's).
+//! and must select, at each, exactly the element `Gather(k)` takes. Where the slice would take
+//! nothing the pair is not rewritten even before a Squeeze: ONNX Runtime's Squeeze fails on an
+//! axis of size 0 as the Gather would, but OpenVINO's Squeeze ignores an axis not of size 1
+//! (since 2024.3, measured in `tests/squeeze_errors.rs`) and gives an empty vector there. A
+//! shrink is a `Gather` by definition (its index must lie in `[-L, L)`, as a Gather's).
 
 use petgraph::stable_graph::NodeIndex;
 
@@ -69,13 +70,13 @@ fn range(cx: &PassCx, graph: &Graph, ix: NodeIndex, d: &Decoded, len: &Dim) -> O
     };
     let shape_rewrites = super::shape::rewrites(cx, graph, ix, d);
     match squeeze {
-        Some(explicit) => {
+        Some(()) => {
             // The constant of a known dim ([`super::shape`]) is better than a Gather.
             if shape_rewrites == Some(super::shape::Kind::Constant) {
                 return None;
             }
             let (c, _) = consumers[0];
-            let r = one_element(&d.plan, len, d.op.clamp(), !explicit).and_then(|k| {
+            let r = one_element(&d.plan, len, d.op.clamp()).and_then(|k| {
                 let k = index_for(cx, len, k)?;
                 let mut p = gather(cx, graph, c, d.data, k, true);
                 p.remove.push(ix);
@@ -99,7 +100,7 @@ fn range(cx: &PassCx, graph: &Graph, ix: NodeIndex, d: &Decoded, len: &Dim) -> O
                 return None;
             }
             // Not squeezed: only a slice that takes one element at every length.
-            let k = one_element(&d.plan, len, d.op.clamp(), true).ok()?;
+            let k = one_element(&d.plan, len, d.op.clamp()).ok()?;
             let r = index_for(cx, len, k).map(|k| {
                 let p = gather(cx, graph, ix, d.data, k, false);
                 (
@@ -125,11 +126,9 @@ fn integer(graph: &Graph, v: OutletId) -> bool {
         .is_some_and(|t| t.is_index_type())
 }
 
-/// When node `c` is a `Squeeze` of axis 0 of a 1-D input: whether it fails where the slice
-/// takes nothing (ONNX, axes `[0]` or `[-1]` given: "an error is raised" for an axis not of
-/// size 1) rather than leaving an empty vector as it is (axes omitted: every axis of size 1
-/// removed; OpenVINO). `None`: not such a Squeeze.
-fn squeeze_of_axis0(cx: &PassCx, graph: &Graph, c: NodeIndex) -> Option<bool> {
+/// `Some` when node `c` is a `Squeeze` of axis 0 of a 1-D input (axes `[0]`, `[-1]` or
+/// omitted).
+fn squeeze_of_axis0(cx: &PassCx, graph: &Graph, c: NodeIndex) -> Option<()> {
     let n = graph.node(c);
     if n.kind != NodeKind::Op || n.op_type.as_str() != "Squeeze" {
         return None;
@@ -146,10 +145,7 @@ fn squeeze_of_axis0(cx: &PassCx, graph: &Graph, c: NodeIndex) -> Option<bool> {
         },
     };
     match axes.as_deref() {
-        None => Some(false),
-        // OpenVINO's Squeeze of an axis whose size turns out not to be 1 is not documented to
-        // fail: there the slice must take one element at every length.
-        Some([0] | [-1]) => Some(cx.dialect == Format::Onnx),
+        None | Some([0] | [-1]) => Some(()),
         Some(_) => None,
     }
 }
@@ -177,16 +173,10 @@ fn index_for(cx: &PassCx, len: &Dim, k: i64) -> std::result::Result<i64, String>
     Ok(k)
 }
 
-/// The index of the one element the 1-D range `plan` takes of a vector of length `len`, for
+/// The index of the one element the 1-D range `plan` takes of a vector of length `len`, at
 /// every length `len` may have: as an index counted from the start, or (negative) from the
-/// end. `strict`: it must take exactly one at every length; else, where the index is out of
-/// range, it must take none (then a Squeeze of its axis fails, as the Gather does).
-pub fn one_element(
-    plan: &SlicePlan,
-    len: &Dim,
-    clamp: Clamp,
-    strict: bool,
-) -> std::result::Result<i64, String> {
+/// end.
+pub fn one_element(plan: &SlicePlan, len: &Dim, clamp: Clamp) -> std::result::Result<i64, String> {
     let sel = |l: i64| -> Option<Vec<u64>> {
         semantics::gather(plan, &[u64::try_from(l).ok()?], clamp, DEFAULT_MAX_ELEMENTS).ok()
     };
@@ -241,12 +231,7 @@ pub fn one_element(
     let holds = |k: i64| {
         (lo..=top).all(|l| {
             let n = if k < 0 { k + l } else { k };
-            let got = sel(l);
-            if (0..l).contains(&n) {
-                got.as_deref() == Some(&[n as u64][..])
-            } else {
-                !strict && got.is_some_and(|v| v.is_empty())
-            }
+            (0..l).contains(&n) && sel(l).as_deref() == Some(&[n as u64][..])
         })
     };
     [j, j - top].into_iter().find(|&k| holds(k)).ok_or_else(|| {
@@ -409,26 +394,35 @@ mod tests {
         assert_eq!(index_of(&g, sq.node), (vec![], vec![1]));
     }
 
-    /// A 1-D i64 input `v` of symbolic length `L`, `v[-2:-1]` then `Squeeze(axes=[0])`. Slice
-    /// clamping: at `L >= 2` it takes element `L - 2`; at `L < 2` the start clamps to 0 and
-    /// the end to `max(L - 1, 0)` = 0: nothing, and the Squeeze of a 0-sized axis fails, as
-    /// `Gather(v, -2)` fails out of range. One `Gather` with index `-2`.
+    /// A 1-D i64 input `v` of length at least 2 (`2..`), `v[-2:-1]` then `Squeeze(axes=[0])`.
+    /// Slice clamping: at every `L >= 2` it takes element `L - 2`, what `Gather(v, -2)` takes:
+    /// one `Gather` with index `-2`. With no lower bound it stays: at `L < 2` the start clamps
+    /// to 0 and the end to 0, nothing is taken, and OpenVINO's Squeeze leaves that empty
+    /// vector where the Gather fails.
     #[test]
     fn symbolic_length_negative_index() {
-        let mut b = GraphBuilder::onnx();
-        let v = b.input("v", DType::I64, "L");
-        let s = onnx_slice(&mut b, "s", v, (&[-2], &[-1], &[0], &[1]), [1]);
-        let zero = b.const_i64("zero", &[0]);
-        let sq = b
-            .op("Squeeze", &[s, zero])
-            .name("sq")
-            .typed(DType::I64, [])
-            .out();
-        b.output("y", sq);
+        let build = |dims: &str| {
+            let mut b = GraphBuilder::onnx();
+            let v = b.input("v", DType::I64, dims);
+            let s = onnx_slice(&mut b, "s", v, (&[-2], &[-1], &[0], &[1]), [1]);
+            let zero = b.const_i64("zero", &[0]);
+            let sq = b
+                .op("Squeeze", &[s, zero])
+                .name("sq")
+                .typed(DType::I64, [])
+                .out();
+            b.output("y", sq);
+            (b, v, sq)
+        };
+        let (b, v, sq) = build("2..");
         let (g, _) = simplified(b, 13);
         assert_eq!(ops(&g), vec!["Gather"]);
         assert_eq!(index_of(&g, sq.node), (vec![], vec![-2]));
         assert_eq!(g.input(sq.node, 0), Some(v));
+        let (b, _, _) = build("L");
+        let (g, rep) = simplified(b, 13);
+        assert_eq!(ops(&g), vec!["Slice", "Squeeze"]);
+        assert!(skipped(&rep).contains("does not take"), "{}", skipped(&rep));
     }
 
     /// `v[1:-1]` of a symbolic length takes `L - 2` elements (one only at `L = 3`): stays, and
@@ -470,7 +464,7 @@ mod tests {
     #[test]
     fn refused_negative_index_before_opset_11() {
         let mut b = GraphBuilder::onnx();
-        let v = b.input("v", DType::I64, "L");
+        let v = b.input("v", DType::I64, "1..");
         let s = onnx_slice(&mut b, "s", v, (&[-1], &[i64::MAX], &[0], &[1]), [1]);
         let sq = b
             .op("Squeeze", &[s])
@@ -513,9 +507,10 @@ mod tests {
         assert_eq!(index_of(&g, s.node), (vec![1], vec![1]));
     }
 
-    /// The proof on its own: `[0:1]` takes element 0 at every length (none at 0, where
-    /// `Gather(0)` fails: accepted before an explicit Squeeze, refused when it must take one
-    /// at every length); `[-1:]` is index -1; `[0:2:2]` is index 0 (step 2 from 0 stops at 2).
+    /// The proof on its own: `[0:1]` takes element 0 at every length from 1 (none at 0, where
+    /// `Gather(0)` fails: refused when the length may be 0); `[-1:]` is index -1; `[0:2:2]`
+    /// is index 0 (step 2 from 0 stops at 2); `[0:3:2]` takes two from length 3; `[-3:-1:2]`
+    /// takes index 0 at length 2 (start clamped), where `Gather(-3)` fails.
     #[test]
     fn proof_on_symbolic_lengths() {
         let plan = |b: i64, e: i64, s: i64| {
@@ -531,15 +526,13 @@ mod tests {
         };
         let l = Dim::symbol("L");
         let l1 = Dim::symbol_bounded("L1", 1, None);
-        assert_eq!(one_element(&plan(0, 1, 1), &l, Clamp::Ov, false), Ok(0));
-        assert!(one_element(&plan(0, 1, 1), &l, Clamp::Ov, true).is_err());
-        assert_eq!(one_element(&plan(0, 1, 1), &l1, Clamp::Ov, true), Ok(0));
-        assert_eq!(
-            one_element(&plan(-1, i64::MAX, 1), &l, Clamp::Ov, false),
-            Ok(-1)
-        );
-        assert_eq!(one_element(&plan(0, 2, 2), &l, Clamp::Ov, false), Ok(0));
-        assert!(one_element(&plan(0, 3, 2), &l, Clamp::Ov, false).is_err());
-        assert!(one_element(&plan(-3, -1, 2), &l, Clamp::Ov, false).is_err());
+        let l3 = Dim::symbol_bounded("L3", 3, None);
+        assert!(one_element(&plan(0, 1, 1), &l, Clamp::Ov).is_err());
+        assert_eq!(one_element(&plan(0, 1, 1), &l1, Clamp::Ov), Ok(0));
+        assert_eq!(one_element(&plan(-1, i64::MAX, 1), &l1, Clamp::Ov), Ok(-1));
+        assert_eq!(one_element(&plan(0, 2, 2), &l1, Clamp::Ov), Ok(0));
+        assert!(one_element(&plan(0, 3, 2), &l1, Clamp::Ov).is_err());
+        assert!(one_element(&plan(-3, -1, 2), &l1, Clamp::Ov).is_err());
+        assert_eq!(one_element(&plan(-3, -2, 1), &l3, Clamp::Ov), Ok(-3));
     }
 }
