@@ -245,10 +245,11 @@ fn merged(
     };
     inputs.extend(order.iter().map(|&k| made[k]));
     let n = graph.node(outer);
-    let (op_type, domain) = match op {
-        SliceOp::OvSlice8 => ("Slice", "opset8"),
-        _ => ("Slice", ""),
+    let domain = match op {
+        SliceOp::OvSlice8 => "opset8",
+        _ => "",
     };
+    let op_type = slice_node::SLICE;
     add.op(
         Some(n.name.to_string()),
         op_type,
