@@ -256,6 +256,38 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// `simplify`'s one-element proof (`element::one_element`) on random 1-D ONNX Slice plans
+    /// (small constants, INT64 edges, steps of both signs) and lengths `lo..` (unbounded, or
+    /// `lo..=hi`): when it names an index `k`, the slice takes exactly element `k` (counted from
+    /// the end when negative) at every length from `lo` to far past the sizes the proof checks.
+    #[test]
+    fn one_element_holds_at_every_length(
+        b in prop_oneof![-12i64..12, Just(i64::MIN), Just(i64::MAX)],
+        e in prop_oneof![-12i64..12, Just(i64::MIN), Just(i64::MAX)],
+        s in prop_oneof![1i64..4, -3i64..0],
+        lo in 0i64..6,
+        hi in prop::option::of(6i64..40),
+    ) {
+        use slice_opt::passes::simplify::element::one_element;
+        let c = constant;
+        let Ok(plan) = onnx_slice(&c(&[b]), &c(&[e]), Some(&[0]), Some(&c(&[s])), 1, 13) else {
+            return Ok(());
+        };
+        let len = Dim::symbol_bounded("L", lo, hi);
+        if let Ok(k) = one_element(&plan, &len, Clamp::Ov) {
+            for l in lo..=hi.unwrap_or(lo + 300) {
+                let n = if k < 0 { k + l } else { k };
+                prop_assert!((0..l).contains(&n), "{plan}: index {k} out of range at {l}");
+                prop_assert_eq!(sel(&plan, &[l as u64], Clamp::Ov), Some((vec![1], vec![n as u64])),
+                    "{} at {}", plan, l);
+            }
+        }
+    }
+}
+
 /// Random disjoint runs on a symbolic axis: a split, when claimed, is exact at every size.
 #[test]
 fn split_pieces_hold_at_every_size() {
