@@ -25,7 +25,10 @@ nodes; OpenVINO StridedSlice pairs from strided_slice.jsonl.gz as two chained St
 built with OpenVINO's Python API), each with a static and a symbolic input; pairs the runtime
 refuses, and cases where the runtimes disagree among themselves, are skipped. slice-opt runs
 `infer,simplify,cleanup` on them (directory mode) and the outputs of every merged model must
-equal the pair's in ONNX Runtime / OpenVINO CPU on an arange input.
+equal the pair's in ONNX Runtime / OpenVINO CPU on an arange input. Where OpenVINO's CPU plugin
+misruns the pair itself (its output is not OpenVINO's reference evaluation of the pair, and
+changes from run to run: measured on the 5 such pairs of `--pairs 3000 --seed 2`), ours is
+judged by that same reference evaluation (constant folding of our model on the input).
 
 With `--zero-sizes`, the runtime evidence on GPT-2's `c_proj` slices (`Shape(x)[-1:]` then
 Squeeze, which onnxslim folds to the constant 16 as if sizes were > 0): the two GPT-2 exports,
@@ -364,6 +367,21 @@ def ov_masks(c):
             ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")}
 
 
+def ov_reference(path, x):
+    """OpenVINO's reference evaluation of the IR model `path` on the input `x` (its one
+    Parameter replaced by the constant `x`, then constant folding), as `ov_pair` gives a pair's."""
+    import openvino as ov
+    from openvino import opset1
+    from openvino._offline_transformations import apply_moc_transformations
+
+    m = ov.Core().read_model(path)
+    c = opset1.constant(x)
+    for t in m.get_parameters()[0].output(0).get_target_inputs():
+        t.replace_source_output(c.output(0))
+    apply_moc_transformations(m, cf=True)
+    return m.get_results()[0].input(0).get_source_output().get_node().get_data()
+
+
 def ov_pair(a, b, symbolic, path, const=None):
     import openvino as ov
     from openvino import opset1
@@ -471,6 +489,20 @@ def pairs_check(args):
                         tot.get("equal_to_ov_reference_cpu_differs", 0) + 1
                     )
                     continue
+                # The CPU plugin misruns the original pair itself (its output is not the
+                # reference evaluation's; measured: it changes from run to run, reading memory
+                # it does not own) and ours too: judge ours by the same reference evaluation.
+                if ref is not None and not same([ref], want)[0]:
+                    try:
+                        ours_ref = ov_reference(out, x)
+                    except Exception as e:
+                        ours_ref = None
+                        why += f"; OpenVINO's reference evaluation of ours fails: {str(e)[:160]}"
+                    if ours_ref is not None and same([ref], [ours_ref])[0]:
+                        tot["equal_in_ov_reference_cpu_misruns_both"] = (
+                            tot.get("equal_in_ov_reference_cpu_misruns_both", 0) + 1
+                        )
+                        continue
             if ok:
                 tot["equal"] += 1
             else:
