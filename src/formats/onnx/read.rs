@@ -314,7 +314,7 @@ pub(super) fn full_node<'g>(
     holders: &mut Vec<usize>,
     captures: &mut Vec<(usize, Vec<String>)>,
     wires: &mut usize,
-) -> Result<(Node, Vec<&'g str>)> {
+) -> Result<(Node, Names<'g>)> {
     let n = NodeProto::decode(rec.clone())
         .map_err(|e| fmt_err(path, format!("not a valid ONNX model: node #{i}: {e}")))?;
     if holds_bodies(&n) {
@@ -343,9 +343,8 @@ pub(super) fn full_node<'g>(
             node.kind = NodeKind::Const(Box::new(t));
         }
     }
-    let outputs = names(rec, 2)
-        .ok_or_else(|| node_err(path, &n, i, "an output name does not read"))?
-        .collect();
+    let outputs =
+        names(rec, 2).ok_or_else(|| node_err(path, &n, i, "an output name does not read"))?;
     node.outputs = n
         .output
         .into_iter()
