@@ -21,7 +21,7 @@ pub(super) struct LightNode<'a> {
 pub(super) fn light_node(rec: &[u8]) -> Option<LightNode<'_>> {
     let text = |wire: u8, payload| {
         if wire == 2 {
-            std::str::from_utf8(payload).ok()
+            utf8(payload)
         } else {
             None
         }
@@ -99,13 +99,13 @@ pub(super) fn light_tensor_named(rec: &Bytes) -> Option<(Tensor, &str)> {
             (1, 2) => {
                 let mut b = payload;
                 while !b.is_empty() {
-                    dims.push(prost::encoding::decode_varint(&mut b).ok()? as i64);
+                    dims.push(varint(&mut b)? as i64);
                 }
             }
             (2, 0) => code = varint_value(whole)? as i32,
-            (8, 2) => name = std::str::from_utf8(payload).ok()?,
+            (8, 2) => name = utf8(payload)?,
             (12, 2) => {
-                std::str::from_utf8(payload).ok()?;
+                utf8(payload)?;
             }
             (9, 2) => raw = Some(payload),
             (14, 0) if varint_value(whole)? == 0 => {}
@@ -135,8 +135,8 @@ pub(super) fn light_tensor_named(rec: &Bytes) -> Option<(Tensor, &str)> {
 
 /// The value of the varint field `whole` (its key, then the value).
 pub(super) fn varint_value(mut whole: &[u8]) -> Option<u64> {
-    prost::encoding::decode_varint(&mut whole).ok()?;
-    prost::encoding::decode_varint(&mut whole).ok()
+    varint(&mut whole)?;
+    varint(&mut whole)
 }
 
 /// The last value of the string field `field` of the message `rec` (protobuf: the last one
@@ -150,7 +150,7 @@ pub(super) fn last_string(rec: &[u8], field: u32) -> Option<&str> {
             if wire != 2 {
                 return None;
             }
-            out = std::str::from_utf8(payload).ok()?;
+            out = utf8(payload)?;
         }
     }
     Some(out)
@@ -166,7 +166,7 @@ pub(super) fn names(rec: &[u8], field: u32) -> Option<Names<'_>> {
             if wire != 2 {
                 return None;
             }
-            out.push(std::str::from_utf8(payload).ok()?);
+            out.push(utf8(payload)?);
         }
     }
     Some(out)
