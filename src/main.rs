@@ -25,7 +25,8 @@ Examples:
       a pure round-trip: load and save without changing anything
   slice-opt model.onnx -o out.onnx --passes infer,simplify,cleanup
       simplify slices (identity removed, slice of a slice merged, disjoint slices to one
-      Split, a slice of a Concat to its input, Shape+Slice to Shape(start,end)), each proven
+      Split, a slice of a Concat to its input, Shape+Slice to Shape(start,end), one element
+      of a shape to a Gather, slices on disjoint axes with computed bounds to one), each proven
   slice-opt model.onnx -o out.onnx --verify
       also run the original and the result in tract-onnx on random inputs and compare
   slice-opt models/ -o out/

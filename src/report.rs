@@ -21,7 +21,8 @@ pub enum PassKind {
     /// Slice (+ Reshape/Squeeze/Unsqueeze of size-1 axes) to StridedSlice.
     Raise,
     /// Fewer slices: identities removed, slices of slices merged, disjoint slices to a split,
-    /// slices of a Concat forwarded, `Shape` + `Slice` to `Shape(start, end)`.
+    /// slices of a Concat forwarded, `Shape` + `Slice` to `Shape(start, end)`, one element of a
+    /// shape value to a `Gather`, slices on disjoint axes with computed parameters to one.
     Simplify,
 }
 

@@ -256,6 +256,38 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+
+    /// `simplify`'s one-element proof (`element::one_element`) on random 1-D ONNX Slice plans
+    /// (small constants, INT64 edges, steps of both signs) and lengths `lo..` (unbounded, or
+    /// `lo..=hi`): when it names an index `k`, the slice takes exactly element `k` (counted from
+    /// the end when negative) at every length from `lo` to far past the sizes the proof checks.
+    #[test]
+    fn one_element_holds_at_every_length(
+        b in prop_oneof![-12i64..12, Just(i64::MIN), Just(i64::MAX)],
+        e in prop_oneof![-12i64..12, Just(i64::MIN), Just(i64::MAX)],
+        s in prop_oneof![1i64..4, -3i64..0],
+        lo in 0i64..6,
+        hi in prop::option::of(6i64..40),
+    ) {
+        use slice_opt::passes::simplify::element::one_element;
+        let c = constant;
+        let Ok(plan) = onnx_slice(&c(&[b]), &c(&[e]), Some(&[0]), Some(&c(&[s])), 1, 13) else {
+            return Ok(());
+        };
+        let len = Dim::symbol_bounded("L", lo, hi);
+        if let Ok(k) = one_element(&plan, &len, Clamp::Ov) {
+            for l in lo..=hi.unwrap_or(lo + 300) {
+                let n = if k < 0 { k + l } else { k };
+                prop_assert!((0..l).contains(&n), "{plan}: index {k} out of range at {l}");
+                prop_assert_eq!(sel(&plan, &[l as u64], Clamp::Ov), Some((vec![1], vec![n as u64])),
+                    "{} at {}", plan, l);
+            }
+        }
+    }
+}
+
 /// Random disjoint runs on a symbolic axis: a split, when claimed, is exact at every size.
 #[test]
 fn split_pieces_hold_at_every_size() {
@@ -1136,6 +1168,89 @@ fn pass_refuses_shape_slice_before_opset_15() {
     let (after, r) = simplify(&m);
     assert_eq!(ops(&after), vec!["Shape", "Slice"]);
     assert!(skipped(&r).contains("opset 15"), "{}", skipped(&r));
+}
+
+/// `Shape(x)[-2:-1]` then `Squeeze(axes=[0])` of `x: [N, T, 4]` (opset 14): Slice-13 `[-2:-1]`
+/// of the 3 dims is `[1:2]`, the element at index 1 (`T`, not known), squeezed to a scalar:
+/// written as one `Gather(Shape(x), 1)` whose index is a scalar initializer, under the
+/// Squeeze's output.
+#[test]
+fn pass_shape_element_then_squeeze_is_a_gather() {
+    let mut inits = Vec::new();
+    let sh = common::node("Shape", "sh", &["x"], &["s"]);
+    let sl = slice("sl", "s", "t", (&[-2], &[-1], &[0], &[1]), &mut inits);
+    inits.push(common::i64_tensor("zero", &[0]));
+    let sq = common::node("Squeeze", "sq", &["t", "zero"], &["y"]);
+    let m = model(
+        &[("x", &[None, None, Some(4)])],
+        vec![sh, sl, sq],
+        inits,
+        &["y"],
+        14,
+    );
+    let (after, r) = simplify(&m);
+    assert_eq!(ops(&after), vec!["Shape", "Gather"]);
+    let g = after.graph.as_ref().unwrap();
+    let n = &g.node[1];
+    assert_eq!(
+        (n.input[0].as_str(), n.output.clone()),
+        ("s", vec!["y".to_string()])
+    );
+    let idx = g
+        .initializer
+        .iter()
+        .find(|t| t.name() == n.input[1])
+        .expect("index");
+    assert!(idx.dims.is_empty(), "a scalar index: {:?}", idx.dims);
+    let raw = idx.raw_data.as_ref().expect("raw");
+    assert_eq!(i64::from_le_bytes(raw[..8].try_into().unwrap()), 1);
+    assert_eq!(r.changed, 1);
+}
+
+/// GPT-2's causal mask `bias[:, :, st:en][:, :, :, 0:en]` (opset 13, `st` and `en` graph
+/// inputs): one Slice of `bias` with axes `[2, 3]`, its starts and ends `Concat`s.
+#[test]
+fn pass_merges_computed_slices_on_disjoint_axes() {
+    let mut inits = vec![
+        common::i64_tensor("ax2", &[2]),
+        common::i64_tensor("ax3", &[3]),
+        common::i64_tensor("one", &[1]),
+        common::i64_tensor("zero", &[0]),
+    ];
+    let s1 = common::node("Slice", "rows", &["x", "st", "en", "ax2", "one"], &["t"]);
+    let s2 = common::node("Slice", "mask", &["t", "zero", "en", "ax3", "one"], &["y"]);
+    let mut m = model(
+        &[("x", &[Some(1), Some(1), Some(8), Some(8)])],
+        vec![s1, s2],
+        std::mem::take(&mut inits),
+        &["y"],
+        13,
+    );
+    let g = m.graph.as_mut().unwrap();
+    g.input.push(common::tensor_value("st", 7, &[Some(1)]));
+    g.input.push(common::tensor_value("en", 7, &[Some(1)]));
+    let (after, r) = simplify(&m);
+    let mut o = ops(&after);
+    o.sort();
+    assert_eq!(o, vec!["Concat", "Concat", "Slice"]);
+    let g = after.graph.as_ref().unwrap();
+    let s = g.node.iter().find(|n| n.op_type() == "Slice").unwrap();
+    assert_eq!(
+        (s.input[0].as_str(), s.output.clone()),
+        ("x", vec!["y".to_string()])
+    );
+    let axes = g
+        .initializer
+        .iter()
+        .find(|t| t.name() == s.input[3])
+        .expect("axes");
+    let raw = axes.raw_data.as_ref().expect("raw");
+    let axes: Vec<i64> = raw
+        .chunks(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(axes, vec![2, 3]);
+    assert_eq!(r.changed, 1);
 }
 
 // ---------------------------------------------------------------------------------------------

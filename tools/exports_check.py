@@ -5,16 +5,17 @@ The corpus is what `tools/gen_exports.py` wrote: tiny random-weight PyTorch mode
 dynamo exporters), TensorFlow models through tf2onnx, and their OpenVINO IR. `manifest.*.json` beside
 the files gives every model's inputs (dims over named sizes, e.g. `batch`, `seq`, `past`, `past+seq`)
 and 3+ size assignments consistent with the model (a mask is `past + seq` long). Beyond those, every
-size name is tried at 0 (judged where the whole model runs there) and just past every threshold of
+size name is tried at 0 and just past every threshold of
 the model (the static dims of a sliced table, constant starts/ends, up to 4096: `wpe[:seq]` on 64 rows
-is tried at seq = 65), where a slice is observed on the part of the model that computes it (the
-model itself may fail further on: the position table's Add). A dim that holds only for sizes >= 1 or
+is tried at seq = 65); at these extra sizes a slice is observed on the part of the model that
+computes it (the model itself may fail further on: the position table's Add past its 64 rows, the
+Keras GRU's `Squeeze` of `y[:, -1]` at seq = 0). A dim that holds only for sizes >= 1 or
 below such a threshold (`seq` for `wpe[:seq]`) is judged wrong there; extra sizes run in a child
 process (ONNX Runtime's LSTM aborts the process at batch = 0). At an extra size where ONNX Runtime
 fails the whole ONNX model (or aborts), OpenVINO reading the ONNX file itself (CPU, f32) judges it
 where it runs the whole model (the Keras LSTM exports at seq = 0: ONNX Runtime stops at the Squeeze
 of `y[:, -1]`, OpenVINO runs them); a dim is right only if it is right at every judged size in
-every runtime that ran the model (or, past a threshold, the slice's part of it) there.
+every runtime that ran the model (or, at an extra size, the slice's part of it) there.
 
 For every top-level Slice / StridedSlice output dim:
   truth      the size ONNX Runtime (ONNX; OpenVINO too where ONNX Runtime fails, see above) /
@@ -376,11 +377,12 @@ def count_body_slices(model):
 def onnx_truth(path, names, feeds_list, n_base=None, partial=()):
     """The shapes of the values `names` at each feed. The first `n_base` feeds (the manifest's
     sizes; all when None) must run. An extra feed on which the whole model fails is not observed
-    (None for every slice), except the feeds `partial` (sizes past a threshold): there each
-    slice is observed on the part of the model that computes it (its ancestors): a slice none of
-    whose ancestors fails is still judged (the position table `wpe[:seq]` gives 64 rows at
-    seq = 65 before the Add that fails); a slice whose ancestors fail is not observed (None).
-    A size 0 counts only where the whole model runs at 0."""
+    (None for every slice), except the feeds `partial` (every extra size: 0 and past a
+    threshold): there each slice is observed on the part of the model that computes it (its
+    ancestors): a slice none of whose ancestors fails is still judged (the position table
+    `wpe[:seq]` gives 64 rows at seq = 65 before the Add that fails; the Keras GRU's `Loop`
+    gives its scan output 0 rows at seq = 0 before the `Squeeze` that fails); a slice whose
+    ancestors fail is not observed (None)."""
     import onnx
     import onnxruntime as ort
 
@@ -959,7 +961,7 @@ def judge_model(args, fname, spec, tmp):
         feeds_list = [feeds_for(spec, s, 1000 + k) for k, s in enumerate(sizes)]
         try:
             truths = onnx_truth(path, names, feeds_list[:n_base])
-            truths += isolated_truth(tmp, "onnx", path, names, feeds_list[n_base:], set(past))
+            truths += isolated_truth(tmp, "onnx", path, names, feeds_list[n_base:], set(range(len(extra))))
         except Exception as e:  # noqa: BLE001
             res["error"] = f"ONNX Runtime does not run it: {str(e).splitlines()[0][:300]}"
             return res

@@ -110,6 +110,9 @@ const FAMILIES: &[&[OpEntry]] = &[
     eval::elementwise::OPS,
     eval::float::OPS,
     eval::reduce::OPS,
+    eval::transcendental::OPS,
+    eval::resize::OPS,
+    eval::scatter::OPS,
 ];
 
 const COUNT: usize = {

@@ -6,9 +6,10 @@
 //! make those chains constant. Each operation is IEEE 754 arithmetic in the tensor's own type
 //! (`f32` in `f32`, never through `f64`), which is what ONNX Runtime's and OpenVINO's CPU kernels
 //! compute for these ops (`+ - * /`, `sqrt`, `floor`, `ceil`, `1 / x`, rounding half to even are
-//! exactly rounded on every target). Transcendental functions (`Log`, `Exp`, `Sin`…) are not
-//! folded: ONNX Runtime computes them with vector approximations whose result depends on the
-//! element's position in the tensor, so no value we computed would be the runtime's.
+//! exactly rounded on every target). Transcendental functions are not computed here: ONNX
+//! Runtime computes them with vector approximations whose result depends on the element's
+//! position in the tensor; `transcendental.rs` reproduces those of ONNX `Sin`, `Cos` and `Log`
+//! bit for bit, and the others (`Exp`, OpenVINO's) are not folded.
 //!
 //! The rows of `Add`, `Sub`, `Mul`, `Div`, `Min`, `Max`, `Neg`, `Abs` and the comparisons
 //! (integer in `arith.rs` and `elementwise.rs`) call [`binary`], [`unary`] and [`compare`] for

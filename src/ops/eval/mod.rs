@@ -4,6 +4,8 @@
 //! One file per op family, the same families as `shape/`: `slice.rs` (take, slice, gather),
 //! `manip.rs` (concat, reshape, squeeze, unsqueeze), `cast.rs`, `arith.rs` (broadcasting
 //! integer arithmetic, range, fill), `float.rs` (float arithmetic, `Sqrt`, `Floor`…, `Clip`),
+//! `transcendental.rs` (ONNX `Sin`, `Cos`, `Log` as ONNX Runtime computes them), `resize.rs`
+//! (ONNX `Resize`, cubic, as ONNX Runtime computes it), `scatter.rs` (ONNX `ScatterND`),
 //! `shape_of.rs` (`Shape`, `ShapeOf`). The computations are
 //! re-exported here, so `eval::reshape` and `eval::manip::reshape` are the same function.
 //!
@@ -23,8 +25,11 @@ pub mod elementwise;
 pub mod float;
 pub mod manip;
 pub mod reduce;
+pub mod resize;
+pub mod scatter;
 pub mod shape_of;
 pub mod slice;
+pub mod transcendental;
 
 pub use arith::{arith, broadcast_shape, fill, range, Arith};
 pub use cast::cast;

@@ -14,8 +14,15 @@
 //!   elsewhere too, merging would leave as many nodes and only move the work; left alone,
 //!   reported). Known sizes get the exact positions; symbolic sizes only a plan proved exact
 //!   for every size (else refused with the reason).
+//! - [`sequence`]: **a Slice of a Slice on disjoint constant axes, parameters computed**
+//!   (GPT-2's causal mask `bias[:, :, k - q : k, :k]`) becomes one Slice whose lists are the
+//!   two joined (`Concat`; constants joined as constants).
 //! - [`concat`]: **a slice of a `Concat` that selects within one input** becomes the same
 //!   slice of that input.
+//! - [`element`]: **one element of a 1-D shape value** (`Shape(x)[-1:]` then `Squeeze`, an
+//!   IR StridedSlice with one shrink) becomes one `Gather` with a scalar index; an ONNX slice
+//!   taking one element, not squeezed, a `Gather` of one index (where [`shape`] does not make
+//!   it a constant or `Shape(start, end)`).
 //! - [`shape`]: **ONNX `Shape` then `Slice`** becomes the constant of the dims it selects when
 //!   they are all known (`Shape(x)[-1:]` of `[N, S, 32]`: `[32]`), else (step 1, opset >= 15)
 //!   `Shape(start, end)`.
@@ -52,8 +59,10 @@ use crate::semantics::{self, Clamp, Dim, SlicePlan, DEFAULT_MAX_ELEMENTS};
 use crate::shape::slice_node::{self, SliceOp};
 
 pub mod concat;
+pub mod element;
 pub mod identity;
 pub mod merge;
+pub mod sequence;
 pub mod shape;
 pub mod split;
 pub mod write;
@@ -66,8 +75,10 @@ pub type Rewrite = fn(&PassCx, &Graph, NodeIndex, &Decoded) -> Option<Patch>;
 /// The rewrites of one slice, in the order they are tried.
 pub const REWRITES: &[Rewrite] = &[
     identity::rewrite,
+    sequence::rewrite,
     merge::rewrite,
     concat::rewrite,
+    element::rewrite,
     shape::rewrite,
 ];
 
@@ -133,6 +144,9 @@ fn patch_at_with(
                     .as_ref()
                     .and_then(|f| identity::computed(cx, graph, ix, op, f))
                 {
+                    return p;
+                }
+                if let Some(p) = sequence::computed(cx, graph, ix, op) {
                     return p;
                 }
             }

@@ -13,13 +13,7 @@ use crate::semantics::{self, DEFAULT_MAX_ELEMENTS};
 /// The slice `ix` (decoded: `d`) of an ONNX `Shape` as a constant or one `Shape`; `None` when
 /// it does not read a default-domain `Shape` of an ONNX graph.
 pub fn rewrite(cx: &PassCx, graph: &Graph, ix: NodeIndex, d: &Decoded) -> Option<Patch> {
-    let p = graph.node(d.data.node);
-    if cx.dialect != Format::Onnx
-        || d.data.port != 0
-        || p.kind != NodeKind::Op
-        || p.op_type.as_str() != "Shape"
-        || !(p.domain.is_empty() || p.domain.as_str() == "ai.onnx")
-    {
+    if !reads_shape(cx, graph, d) {
         return None;
     }
     let r = constant(graph, ix, d)
@@ -27,6 +21,38 @@ pub fn rewrite(cx: &PassCx, graph: &Graph, ix: NodeIndex, d: &Decoded) -> Option
         .unwrap_or_else(|| shape_slice(cx, graph, ix, d))
         .map(|(p, what)| changed(graph, p, ix, what, &[(ix, d.op)]));
     answer(graph, ix, r)
+}
+
+/// What [`rewrite`] makes of the slice `ix`, for [`super::element`]: the constant of known
+/// dims, or `Shape(start, end)`; `None` when it leaves it (or it does not read a `Shape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Constant,
+    ShapeStartEnd,
+}
+
+/// See [`Kind`].
+pub fn rewrites(cx: &PassCx, graph: &Graph, ix: NodeIndex, d: &Decoded) -> Option<Kind> {
+    if !reads_shape(cx, graph, d) {
+        return None;
+    }
+    if constant(graph, ix, d).is_some() {
+        return Some(Kind::Constant);
+    }
+    shape_slice(cx, graph, ix, d)
+        .is_ok()
+        .then_some(Kind::ShapeStartEnd)
+}
+
+/// Whether the slice (decoded: `d`) reads output 0 of a default-domain `Shape` of an ONNX
+/// graph.
+fn reads_shape(cx: &PassCx, graph: &Graph, d: &Decoded) -> bool {
+    let p = graph.node(d.data.node);
+    cx.dialect == Format::Onnx
+        && d.data.port == 0
+        && p.kind == NodeKind::Op
+        && p.op_type.as_str() == "Shape"
+        && (p.domain.is_empty() || p.domain.as_str() == "ai.onnx")
 }
 
 /// ONNX `Shape` then `Slice` (step 1) as one `Shape(start, end)`, opset >= 15.
