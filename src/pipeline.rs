@@ -258,6 +258,9 @@ impl Pipeline {
         // The facts of the last `infer`, while no pass has rewritten the graph since: `fold`
         // takes the values they know from them.
         let mut facts: Option<crate::shape::Facts> = None;
+        // The topological order the last `infer` walked, under the same condition: `fold`
+        // walks it instead of sorting the graph again.
+        let mut order: Option<Vec<NodeIndex>> = None;
         // The `Loop` nodes, whose outputs `infer` gets from their bodies.
         let loops = crate::subgraph::loops::Loops::of(model);
         let holders = |g: &crate::ir::Graph, f: &crate::shape::Facts, ix| loops.rule(g, f, ix);
@@ -266,15 +269,18 @@ impl Pipeline {
             let mut pr = PassReport::new(pass, self.details);
             match pass {
                 PassKind::Infer => {
-                    let (o, f) = crate::passes::infer::run_open(model, seeds, &holders, &mut pr)?;
+                    let (o, f, ord) =
+                        crate::passes::infer::run_open(model, seeds, &holders, &mut pr)?;
                     open = Some(o);
                     facts = Some(f);
+                    order = Some(ord);
                 }
                 PassKind::Fold => {
                     let folded = crate::passes::fold::run_listing(
                         model,
                         self.fold_limit,
                         facts.take().as_ref(),
+                        order.take(),
                         &mut pr,
                     )?;
                     // Folding can make slice parameters constant: infer again what it unlocked
@@ -284,31 +290,36 @@ impl Pipeline {
                         Some(open) => reaches_any(model.graph(), &folded, open),
                     };
                     if self.passes.contains(&PassKind::Infer) && unlocked {
-                        let (o, f) =
+                        let (o, f, ord) =
                             crate::passes::infer::run_open(model, seeds, &holders, &mut pr)?;
                         open = Some(o);
                         facts = Some(f);
+                        order = Some(ord);
                     }
                 }
                 PassKind::Cleanup => {
                     crate::passes::cleanup::run(model, &mut pr)?;
                     open = None;
                     facts = None;
+                    order = None;
                 }
                 PassKind::Lower => {
                     crate::passes::lower::run(model, &mut pr)?;
                     open = None;
                     facts = None;
+                    order = None;
                 }
                 PassKind::Raise => {
                     crate::passes::raise::run(model, &mut pr)?;
                     open = None;
                     facts = None;
+                    order = None;
                 }
                 PassKind::Simplify => {
                     crate::passes::simplify::run(model, &mut pr)?;
                     open = None;
                     facts = None;
+                    order = None;
                 }
             }
             pr.seconds = start.elapsed().as_secs_f64();

@@ -111,6 +111,16 @@ impl Model {
         }
     }
 
+    /// Gives back this process's pages of the mapped input files (the ONNX model, the IR
+    /// `.bin`) when they are the read-only maps the load made; a page read again is mapped
+    /// again from the page cache. Passes that read many constants call it now and then.
+    pub(crate) fn release_input_pages(&self) {
+        match self {
+            Model::Onnx(m) => m.release_map_pages(),
+            Model::OpenVino(m) => m.release_bin_pages(),
+        }
+    }
+
     /// The graph.
     pub fn graph(&self) -> &Graph {
         match self {

@@ -165,9 +165,14 @@ pub fn run(model: &mut Model, report: &mut PassReport) -> Result<()> {
     run_open(model, &shape::Seeds::default(), &shape::no_holders, report).map(|_| ())
 }
 
-/// The slices left open (see [`run_open`]) and the facts the run computed, which hold for the
-/// graph as long as no pass rewrites it (`fold` reads values from them).
-pub(crate) type OpenAndFacts = (Vec<petgraph::stable_graph::NodeIndex>, shape::Facts);
+/// The slices left open (see [`run_open`]), the facts the run computed and the topological
+/// order it visited, which hold for the graph as long as no pass rewrites it (`fold` reads
+/// values from the facts and walks the same order).
+pub(crate) type OpenAndFacts = (
+    Vec<petgraph::stable_graph::NodeIndex>,
+    shape::Facts,
+    Vec<petgraph::stable_graph::NodeIndex>,
+);
 
 /// [`run`], also listing the slices left open: skipped, or with an output dim known only by
 /// its bounds. Only such a slice can gain from running again after `fold` (an exact dim,
@@ -189,7 +194,7 @@ pub(crate) fn run_open(
         shape::propagate_ordered_with(model, &order, &|ix| seeds.get(&ix).cloned(), holders);
     let mut declare = Declare::new(model.format());
     let opset = model.onnx_opset();
-    for ix in order {
+    for &ix in &order {
         // Classified once per node (the model's opset is read from its imports each time).
         let op = slice_node::classify(model.graph(), ix, model.format(), opset);
         let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare, op) else {
@@ -267,5 +272,5 @@ pub(crate) fn run_open(
             }
         }
     }
-    Ok((open, facts))
+    Ok((open, facts, order))
 }

@@ -298,7 +298,7 @@ fn add_node_records<'g>(
     let mut captures: Vec<(usize, Vec<String>)> = Vec::new();
     let mut wires = 0usize;
     // Most records: read in place, on rayon's pool, a window ahead (as the initializers).
-    type Read<'a> = Option<(Node, Vec<&'a str>, usize)>;
+    type Read<'a> = Option<(Node, Names<'a>, usize)>;
     let read_nodes = |range: std::ops::Range<usize>, out: &mut Vec<Read<'g>>| {
         out.extend(range.map(|i| {
             let l = light_node(&nodes[i])?;
@@ -306,7 +306,7 @@ fn add_node_records<'g>(
             node.outputs = l
                 .outputs
                 .iter()
-                .map(|&o| crate::ir::Value {
+                .map(|o| crate::ir::Value {
                     ty: types.get(o).cloned().unwrap_or_default(),
                     name: crate::ir::Text::from(o),
                     ty_changed: false,
@@ -335,7 +335,7 @@ fn add_node_records<'g>(
                 )?,
             };
             let ix = graph.add_node(node);
-            for (p, o) in outputs.into_iter().enumerate() {
+            for (p, o) in outputs.iter().enumerate() {
                 if o.is_empty() {
                     continue;
                 }
@@ -399,7 +399,11 @@ fn wire_inputs<'g>(
                 out.push(Wiring::Unreadable(i));
                 continue;
             };
-            for (p, name) in inputs.enumerate().filter(|(_, name)| !name.is_empty()) {
+            for (p, name) in inputs
+                .iter()
+                .enumerate()
+                .filter(|(_, name)| !name.is_empty())
+            {
                 out.push(match producers.get(name) {
                     Some(&src) => Wiring::Edge(i, src, p),
                     None => Wiring::Missing(i, p, name),

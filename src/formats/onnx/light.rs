@@ -9,7 +9,7 @@ pub(super) struct LightNode<'a> {
     pub(super) domain: &'a str,
     /// Number of inputs (empty names included: omitted optional inputs).
     pub(super) inputs: usize,
-    pub(super) outputs: Vec<&'a str>,
+    pub(super) outputs: Names<'a>,
     pub(super) attributes: Vec<proto::AttributeProto>,
 }
 
@@ -21,7 +21,7 @@ pub(super) struct LightNode<'a> {
 pub(super) fn light_node(rec: &[u8]) -> Option<LightNode<'_>> {
     let text = |wire: u8, payload| {
         if wire == 2 {
-            std::str::from_utf8(payload).ok()
+            utf8(payload)
         } else {
             None
         }
@@ -31,7 +31,7 @@ pub(super) fn light_node(rec: &[u8]) -> Option<LightNode<'_>> {
         op_type: "",
         domain: "",
         inputs: 0,
-        outputs: Vec::with_capacity(1),
+        outputs: Names::default(),
         attributes: Vec::new(),
     };
     for f in fields(rec) {
@@ -99,13 +99,13 @@ pub(super) fn light_tensor_named(rec: &Bytes) -> Option<(Tensor, &str)> {
             (1, 2) => {
                 let mut b = payload;
                 while !b.is_empty() {
-                    dims.push(prost::encoding::decode_varint(&mut b).ok()? as i64);
+                    dims.push(varint(&mut b)? as i64);
                 }
             }
             (2, 0) => code = varint_value(whole)? as i32,
-            (8, 2) => name = std::str::from_utf8(payload).ok()?,
+            (8, 2) => name = utf8(payload)?,
             (12, 2) => {
-                std::str::from_utf8(payload).ok()?;
+                utf8(payload)?;
             }
             (9, 2) => raw = Some(payload),
             (14, 0) if varint_value(whole)? == 0 => {}
@@ -135,8 +135,8 @@ pub(super) fn light_tensor_named(rec: &Bytes) -> Option<(Tensor, &str)> {
 
 /// The value of the varint field `whole` (its key, then the value).
 pub(super) fn varint_value(mut whole: &[u8]) -> Option<u64> {
-    prost::encoding::decode_varint(&mut whole).ok()?;
-    prost::encoding::decode_varint(&mut whole).ok()
+    varint(&mut whole)?;
+    varint(&mut whole)
 }
 
 /// The last value of the string field `field` of the message `rec` (protobuf: the last one
@@ -150,7 +150,7 @@ pub(super) fn last_string(rec: &[u8], field: u32) -> Option<&str> {
             if wire != 2 {
                 return None;
             }
-            out = std::str::from_utf8(payload).ok()?;
+            out = utf8(payload)?;
         }
     }
     Some(out)
@@ -158,18 +158,61 @@ pub(super) fn last_string(rec: &[u8], field: u32) -> Option<&str> {
 
 /// The strings of field `field` of the node record `rec` (1: inputs, 2: outputs), in order,
 /// read in place; `None` when the record does not walk or a name is not UTF-8.
-pub(super) fn names(rec: &[u8], field: u32) -> Option<impl Iterator<Item = &str>> {
-    let mut out = Vec::new();
+pub(super) fn names(rec: &[u8], field: u32) -> Option<Names<'_>> {
+    let mut out = Names::default();
     for f in fields(rec) {
         let (number, wire, payload, _) = f?;
         if number == field {
             if wire != 2 {
                 return None;
             }
-            out.push(std::str::from_utf8(payload).ok()?);
+            out.push(utf8(payload)?);
         }
     }
-    Some(out.into_iter())
+    Some(out)
+}
+
+/// Names read in place from a record: up to [`Names::INLINE`] kept inline, more on the heap.
+/// Most nodes have one output and a few inputs: the loader read them into a `Vec` each, one
+/// allocation per node on rayon's pool, freed on the loading thread (a free across threads,
+/// 4 % of the load of wide_sym_100k.onnx in `perf`).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Names<'a> {
+    inline: [&'a str; Names::INLINE],
+    len: usize,
+    heap: Vec<&'a str>,
+}
+
+impl<'a> Names<'a> {
+    /// Names kept without an allocation.
+    pub(super) const INLINE: usize = 4;
+
+    pub(super) fn push(&mut self, name: &'a str) {
+        if self.len < Self::INLINE {
+            self.inline[self.len] = name;
+        } else {
+            if self.len == Self::INLINE {
+                self.heap.reserve(2 * Self::INLINE);
+                self.heap.extend_from_slice(&self.inline);
+            }
+            self.heap.push(name);
+        }
+        self.len += 1;
+    }
+
+    /// The names, in order.
+    pub(super) fn as_slice(&self) -> &[&'a str] {
+        if self.len <= Self::INLINE {
+            &self.inline[..self.len]
+        } else {
+            &self.heap
+        }
+    }
+
+    /// The names, in order, by value.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.as_slice().iter().copied()
+    }
 }
 
 pub(super) fn constant_node_value(

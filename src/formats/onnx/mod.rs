@@ -222,6 +222,18 @@ impl OnnxModel {
         Ok(())
     }
 
+    /// Gives back this process's pages of the model file's map, when it is the read-only map
+    /// `load` made (see there): a pass that reads many constants from it (`fold`) calls this
+    /// now and then, so those pages do not add up in the resident set. A page read again is
+    /// mapped again from the page cache.
+    pub(crate) fn release_map_pages(&self) {
+        if let (true, Some(s)) = (self.releasable_map, self.sources.first()) {
+            // SAFETY: `releasable_map` is set only by `load`, for `sources[0]`, the whole
+            // read-only shared map of the model file.
+            unsafe { crate::formats::fs::release_resident_range(&s.map) };
+        }
+    }
+
     /// The record of the main graph's node `i` (`graph.node[i]` of the file), decoded.
     pub fn node_record(&self, i: usize) -> Option<NodeProto> {
         NodeProto::decode(self.records.nodes.get(i)?.clone()).ok()

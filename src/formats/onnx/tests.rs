@@ -91,7 +91,7 @@ fn agrees(rec: &[u8], l: &LightNode) {
     assert_eq!(l.domain, n.domain());
     assert_eq!(l.inputs, n.input.len());
     assert_eq!(
-        l.outputs,
+        l.outputs.as_slice(),
         n.output.iter().map(String::as_str).collect::<Vec<_>>()
     );
     assert_eq!(l.attributes, n.attribute);
@@ -102,7 +102,7 @@ fn an_ordinary_node_record_reads_in_place_as_prost_decodes_it() {
     let rec = ordinary().encode_to_vec();
     let l = light_node(&rec).expect("an ordinary node reads in place");
     assert_eq!(l.inputs, 3);
-    assert_eq!(l.outputs, ["y", "y2"]);
+    assert_eq!(l.outputs.as_slice(), ["y", "y2"]);
     assert_eq!(l.attributes.len(), 6);
     agrees(&rec, &l);
     // Repeated optional fields: the last counts, as in prost.

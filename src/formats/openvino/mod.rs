@@ -257,6 +257,18 @@ fn materialize<'s>(
 }
 
 impl OvModel {
+    /// Gives back this process's pages of the `.bin` map when it is the one `load` made
+    /// (see [`crate::formats::Model::release_input_pages`]).
+    pub(crate) fn release_bin_pages(&self) {
+        if let (Some(_), Some(bin)) = (&self.bin_file, &self.bin) {
+            // SAFETY: `bin_file` is set only by `load`, with `bin` the whole read-only shared
+            // map of the `.bin`.
+            unsafe { crate::formats::fs::release_resident_range(bin) };
+        }
+    }
+}
+
+impl OvModel {
     /// Loads `path` (the `.xml`; the `.bin` beside it, memory-mapped).
     pub fn load(path: &Path) -> Result<OvModel> {
         let source = map_file(path)?;

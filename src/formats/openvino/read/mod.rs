@@ -242,6 +242,10 @@ impl<'s> xml::Sink<'s> for Loader<'_> {
     }
 }
 
+/// The size of an IR document from which [`xml::scan_pipelined`] reads it (a thread is started
+/// for it; below, a few hundred layers at most).
+const PIPELINED_SCAN: usize = 1 << 20;
+
 impl OvModel {
     pub(super) fn from_bytes(path: &Path, source: Bytes, bin: Option<Bytes>) -> Result<OvModel> {
         let text = text_of(path, &source)?;
@@ -270,7 +274,13 @@ impl OvModel {
             edges: Vec::with_capacity(edges),
             bad_edge: None,
         };
-        let outline = xml::scan(text, &mut loader).map_err(|e| match e {
+        // A big document is read on this thread while another builds its layers.
+        let scanned = if text.len() >= PIPELINED_SCAN {
+            xml::scan_pipelined(text, &mut loader)
+        } else {
+            xml::scan(text, &mut loader)
+        };
+        let outline = scanned.map_err(|e| match e {
             xml::ScanError::Xml(m) => fmt_err(path, m),
             xml::ScanError::Sink(e) => e,
         })?;

@@ -18,7 +18,7 @@ use quick_xml::Reader;
 
 mod scan;
 
-pub use scan::{scan, Container, El, Fragment, Outline, ScanError, Sink};
+pub use scan::{scan, scan_pipelined, Container, El, Fragment, Outline, ScanError, Sink};
 
 /// Deepest element nesting accepted (IR bodies nest a few levels; this only stops hostile input
 /// from exhausting the stack in the recursive writer).

@@ -204,6 +204,163 @@ pub trait Sink<'s> {
     fn edge(&mut self, el: El<'_, 's>, gap: usize) -> Result<(), Self::Error>;
 }
 
+/// [`scan`], with the sink's callbacks run on another thread, in document order, while this
+/// thread reads on: the same callbacks with the same elements, the same result. Each element
+/// handed to the sink is copied into a fragment of a batch (fragments are reused once the other
+/// thread is done with them). After a callback fails, the sink sees nothing more and the rest
+/// of the document is only read; an XML error still comes first, as in [`scan`].
+///
+/// Measured on nodes_100k.xml (a 259 MB document of 600,000 layers): the sink (building the
+/// graph's nodes) was a fifth of the instructions of the load and most of its page faults, on
+/// the thread that reads the text.
+pub fn scan_pipelined<'s, S>(src: &'s str, sink: &mut S) -> Result<Outline, ScanError<S::Error>>
+where
+    S: Sink<'s> + Send,
+    S::Error: Send,
+{
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let failed = AtomicBool::new(false);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Handed<'s>>>(4);
+    let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<Handed<'s>>>();
+    std::thread::scope(|scope| {
+        let failed = &failed;
+        let consumer = scope.spawn(move || {
+            let mut err = None;
+            for batch in rx {
+                for h in &batch {
+                    if err.is_some() {
+                        break;
+                    }
+                    let el = El {
+                        f: &h.frag,
+                        i: h.at,
+                    };
+                    let r = match h.kind {
+                        Handing::Root => sink.root(el),
+                        Handing::Layer => sink.layer(el, h.gap),
+                        Handing::Edge => sink.edge(el, h.gap),
+                    };
+                    if let Err(e) = r {
+                        err = Some(e);
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                }
+                // Back for reuse (gone once the reading thread is done: then dropped here).
+                let _ = back_tx.send(batch);
+            }
+            err
+        });
+        let mut fwd = Forward {
+            tx: Some(tx),
+            back: back_rx,
+            batch: Vec::new(),
+            spare: Vec::new(),
+            failed,
+        };
+        let scanned = scan(src, &mut fwd);
+        fwd.flush();
+        drop(fwd);
+        // The other thread ends when the batches stop; a panic there is re-raised here.
+        let err = match consumer.join() {
+            Ok(err) => err,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        match (scanned, err) {
+            (Err(ScanError::Xml(m)), _) => Err(ScanError::Xml(m)),
+            (_, Some(e)) => Err(ScanError::Sink(e)),
+            (Ok(outline), None) => Ok(outline),
+            // The reader stops handing elements only after a callback failed.
+            (Err(ScanError::Sink(())), None) => {
+                unreachable!("scan_pipelined: stopped without an error")
+            }
+        }
+    })
+}
+
+/// Which callback a handed element is for.
+enum Handing {
+    Root,
+    Layer,
+    Edge,
+}
+
+/// An element handed to the sink's thread: a copy of its fragment, its index there, and the
+/// `gap` of the callback.
+struct Handed<'s> {
+    kind: Handing,
+    frag: Fragment<'s>,
+    at: usize,
+    gap: usize,
+}
+
+/// Elements handed at a time to the sink's thread.
+const HAND_BATCH: usize = 256;
+
+/// The sink [`scan_pipelined`] gives [`scan`]: copies each element into a batch for the sink's
+/// thread.
+struct Forward<'a, 's> {
+    tx: Option<std::sync::mpsc::SyncSender<Vec<Handed<'s>>>>,
+    back: std::sync::mpsc::Receiver<Vec<Handed<'s>>>,
+    batch: Vec<Handed<'s>>,
+    /// Fragments the sink's thread is done with, for reuse.
+    spare: Vec<Fragment<'s>>,
+    failed: &'a std::sync::atomic::AtomicBool,
+}
+
+impl<'s> Forward<'_, 's> {
+    fn hand(&mut self, kind: Handing, el: El<'_, 's>, gap: usize) -> Result<(), ()> {
+        if self.failed.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(());
+        }
+        if self.spare.is_empty() {
+            if let Ok(done) = self.back.try_recv() {
+                self.spare.extend(done.into_iter().map(|h| h.frag));
+            }
+        }
+        let mut frag = self.spare.pop().unwrap_or_default();
+        frag.elems.clone_from(&el.f.elems);
+        frag.attrs.clone_from(&el.f.attrs);
+        frag.texts.clone_from(&el.f.texts);
+        if self.batch.capacity() == 0 {
+            self.batch.reserve_exact(HAND_BATCH);
+        }
+        self.batch.push(Handed {
+            kind,
+            frag,
+            at: el.i,
+            gap,
+        });
+        if self.batch.len() >= HAND_BATCH {
+            self.flush();
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) {
+        if self.batch.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.batch);
+        if let Some(tx) = &self.tx {
+            // The sink's thread only stops when the batches do.
+            let _ = tx.send(batch);
+        }
+    }
+}
+
+impl<'s> Sink<'s> for Forward<'_, 's> {
+    type Error = ();
+    fn root(&mut self, root: El<'_, 's>) -> Result<(), ()> {
+        self.hand(Handing::Root, root, 0)
+    }
+    fn layer(&mut self, el: El<'_, 's>, gap: usize) -> Result<(), ()> {
+        self.hand(Handing::Layer, el, gap)
+    }
+    fn edge(&mut self, el: El<'_, 's>, gap: usize) -> Result<(), ()> {
+        self.hand(Handing::Edge, el, gap)
+    }
+}
+
 /// Why [`scan`] failed.
 #[derive(Debug)]
 pub enum ScanError<E> {
