@@ -170,6 +170,109 @@ fn evaluate(
     })
 }
 
+/// Values the runtimes compute differently (issue 42, pattern G), one per reading (see
+/// [`crate::ops::eval::cast::cast_readings`]: ONNX Runtime's, OpenVINO's). Such a node is never
+/// folded; a node computed from such values folds where every reading gives the same tensor (T5's
+/// `Where` that discards the buckets `Log(0)` gave), and stays split otherwise.
+type Split = std::collections::HashMap<NodeIndex, Vec<Tensor>>;
+
+/// What every reading of a node with a [`Split`] input gives.
+enum Readings {
+    /// The same tensor in every reading: it folds.
+    Same(Tensor),
+    /// Different tensors: the node stays, split.
+    Differ(Vec<Tensor>),
+    /// Not evaluated (an input neither constant nor split, an op `fold` does not evaluate, an
+    /// error in a reading).
+    No,
+}
+
+/// The readings of `ix`, a registry op with at least one [`Split`] input.
+fn evaluate_readings(model: &Model, ix: NodeIndex, limit: u64, split: &Split) -> Readings {
+    let graph = model.graph();
+    let n = graph.node(ix);
+    let format = model.format();
+    if n.kind != NodeKind::Op || n.outputs.len() != 1 {
+        return Readings::No;
+    }
+    let Some(entry) = registry::lookup(n, format) else {
+        return Readings::No;
+    };
+    if !matches!(entry.needs, Needs::Constants)
+        || slice_node::classify(graph, ix, format, 0).is_some()
+        || entry.precheck.is_some_and(|p| p(n).is_err())
+    {
+        return Readings::No;
+    }
+    let inputs = graph.inputs(ix);
+    let count = inputs
+        .iter()
+        .flatten()
+        .filter_map(|o| split.get(&o.node).map(Vec::len))
+        .max()
+        .unwrap_or(0);
+    let tensor_attr = |name: &str| onnx_tensor_attr(model, ix, name);
+    let mut out: Vec<Tensor> = Vec::with_capacity(count);
+    for r in 0..count {
+        let mut consts = Vec::with_capacity(inputs.len());
+        for i in &inputs {
+            match i {
+                None => consts.push(None),
+                Some(o) => match split.get(&o.node) {
+                    Some(v) if o.port == 0 => match v.get(r) {
+                        Some(t) => consts.push(Some(t)),
+                        None => return Readings::No,
+                    },
+                    Some(_) => return Readings::No,
+                    None => match graph.constant_at(*o) {
+                        Some(t) => consts.push(Some(t)),
+                        None => return Readings::No,
+                    },
+                },
+            }
+        }
+        let got = (entry.eval)(&Inputs {
+            node: n,
+            dialect: format,
+            consts: &consts,
+            dims: &[],
+            tensor_attr: &tensor_attr,
+            limit,
+        });
+        match got {
+            Ok(t) => out.push(t),
+            Err(_) => return Readings::No,
+        }
+    }
+    match out.first() {
+        None => Readings::No,
+        Some(first) if out.iter().all(|t| t == first) => Readings::Same(out.swap_remove(0)),
+        Some(_) => Readings::Differ(out),
+    }
+}
+
+/// The readings of a node whose own value the runtimes compute differently (an ONNX `Cast` of
+/// `-inf` to an integer), when its inputs are constants.
+fn own_readings(model: &Model, ix: NodeIndex, limit: u64) -> Option<Vec<Tensor>> {
+    let graph = model.graph();
+    let n = graph.node(ix);
+    if n.kind != NodeKind::Op || n.outputs.len() != 1 || model.format() != crate::ir::Format::Onnx {
+        return None;
+    }
+    let consts = consts(graph, ix)?;
+    let tensor_attr = |name: &str| onnx_tensor_attr(model, ix, name);
+    crate::ops::eval::cast::cast_node_readings(&Inputs {
+        node: n,
+        dialect: model.format(),
+        consts: &consts,
+        dims: &[],
+        tensor_attr: &tensor_attr,
+        limit,
+    })
+    .ok()
+    .flatten()
+}
+
 /// Where [`known_value`] takes its facts from.
 enum FactsSource<'a> {
     /// The facts of the `infer` run just before (the pipeline's): on any graph, symbolic too.
@@ -575,6 +678,7 @@ fn run_listing_early(
     // taken as before.
     let mut wraps = Wraps::default();
     let mut since_release = 0usize;
+    let mut split = Split::new();
     let mut early = evaluate_early(model, &order, limit, opset, early_min)
         .into_iter()
         .peekable();
@@ -590,10 +694,44 @@ fn run_listing_early(
                 retarget_reshape(model.graph_mut(), format, ix, &values, report);
             }
         }
-        let mut outcome = match early.next_if(|(p, _)| *p as usize == at) {
-            Some((_, o)) => o.map_err(|e| *e),
-            None => evaluate(model, ix, limit, opset).map(Box::new),
+        let early_here = early.next_if(|(p, _)| *p as usize == at);
+        let split_input = is_op
+            && !split.is_empty()
+            && model
+                .graph()
+                .inputs(ix)
+                .iter()
+                .flatten()
+                .any(|o| split.contains_key(&o.node));
+        let mut outcome = if split_input {
+            match evaluate_readings(model, ix, limit, &split) {
+                Readings::Same(t) => Ok(Box::new(t)),
+                Readings::Differ(v) => {
+                    split.insert(ix, v);
+                    Err(NoFold::Silent)
+                }
+                Readings::No => Err(NoFold::Silent),
+            }
+        } else {
+            match early_here {
+                Some((_, o)) => o.map_err(|e| *e),
+                None => evaluate(model, ix, limit, opset).map(Box::new),
+            }
         };
+        if let (false, Err(NoFold::Skip(why))) = (split_input, &outcome) {
+            if let Some(v) = own_readings(model, ix, limit) {
+                outcome = match v.first() {
+                    Some(first) if v.iter().all(|t| t == first) => Ok(Box::new(first.clone())),
+                    _ => {
+                        let why = format!(
+                            "{why}: the runtimes differ (ONNX Runtime: the type's minimum, OpenVINO: -2^31); not folded, the values computed from it fold where they agree"
+                        );
+                        split.insert(ix, v);
+                        Err(NoFold::Skip(why))
+                    }
+                };
+            }
+        }
         if matches!(outcome, Err(NoFold::Silent)) {
             if let Some(t) = known_value(model, ix, limit, &mut source, &wraps, opset) {
                 outcome = Ok(Box::new(t));

@@ -130,6 +130,104 @@ pub fn cast(t: &Tensor, to: DType, limit: u64) -> Result<Tensor, EvalError> {
     })
 }
 
+/// The values an ONNX `Cast` of floats to `i64` or `i32` takes in each runtime where some element
+/// is below the target type (`-inf`, as `Log(0)` gives in T5's relative-position buckets): the
+/// specification leaves it undefined, and the runtimes differ. Reading 0 is ONNX Runtime's (x86-64:
+/// the type's minimum, the "integer indefinite" of `cvttss2si`; tract's and numpy's too), reading 1
+/// OpenVINO's CPU plugin's (it computes `i64` in `i32`: `-2^31`). Measured with onnxruntime 1.32.0
+/// and openvino 2026.4.1 on f32 and f64 inputs (`tools/gen_fold_split.py`,
+/// `tests/data/fold_split/`). Every other element converts as [`cast`] converts it; a NaN, an
+/// infinity or a value above the type (where the readings are not the same two) gives an error,
+/// as from [`cast`]. `Ok(None)`: no element is below the type ([`cast`] decides alone).
+pub fn cast_readings(t: &Tensor, to: DType, limit: u64) -> Result<Option<Vec<Tensor>>, EvalError> {
+    use DType::*;
+    if !matches!(t.dtype, F16 | BF16 | F32 | F64) || !matches!(to, I64 | I32) {
+        return Ok(None);
+    }
+    let (lo, ov_low) = match to {
+        I64 => (i64::MIN as f64, i32::MIN as i64),
+        _ => (i32::MIN as f64, i32::MIN as i64),
+    };
+    let raw = t
+        .raw()
+        .ok_or_else(|| EvalError::Unsupported("cast of strings".into()))?;
+    let w = t.dtype.bits() / 8;
+    let n = count(&t.shape)? as usize;
+    if raw.len() < n.saturating_mul(w) {
+        return Err(EvalError::Invalid("constant data too short".into()));
+    }
+    let values: Vec<f64> = raw
+        .chunks_exact(w)
+        .take(n)
+        .map(|b| match t.dtype {
+            F16 => half::f16::from_le_bytes([b[0], b[1]]).to_f64(),
+            BF16 => half::bf16::from_le_bytes([b[0], b[1]]).to_f64(),
+            F32 => f32::from_le_bytes([b[0], b[1], b[2], b[3]]) as f64,
+            _ => f64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+        })
+        .collect();
+    if !values
+        .iter()
+        .any(|v| *v == f64::NEG_INFINITY || v.trunc() < lo)
+    {
+        return Ok(None);
+    }
+    let below = |v: f64| v == f64::NEG_INFINITY || (v.is_finite() && v.trunc() < lo);
+    // The other elements: `cast` of the tensor with the ones below the type replaced by 0.
+    let mut clean = t.clone();
+    let zeroed: Vec<f64> = values
+        .iter()
+        .map(|&v| if below(v) { 0.0 } else { v })
+        .collect();
+    clean.data = TensorData::Raw(Bytes::from(encode_floats(t.dtype, &zeroed)));
+    let base = cast(&clean, to, limit)?
+        .to_i64_vec()
+        .ok_or_else(|| EvalError::Invalid("cast result not integer".into()))?;
+    let reading = |low: i64| -> Tensor {
+        let v: Vec<i64> = base
+            .iter()
+            .zip(&values)
+            .map(|(&b, &v)| if below(v) { low } else { b })
+            .collect();
+        let bytes: Vec<u8> = match to {
+            I64 => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            _ => v.iter().flat_map(|&x| (x as i32).to_le_bytes()).collect(),
+        };
+        Tensor {
+            dtype: to,
+            shape: t.shape.clone(),
+            data: TensorData::Raw(Bytes::from(bytes)),
+        }
+    };
+    let ort_low = if to == I64 { i64::MIN } else { i32::MIN as i64 };
+    Ok(Some(vec![reading(ort_low), reading(ov_low)]))
+}
+
+fn encode_floats(dtype: DType, v: &[f64]) -> Vec<u8> {
+    match dtype {
+        DType::F16 => v
+            .iter()
+            .flat_map(|&x| half::f16::from_f64(x).to_le_bytes())
+            .collect(),
+        DType::BF16 => v
+            .iter()
+            .flat_map(|&x| half::bf16::from_f64(x).to_le_bytes())
+            .collect(),
+        DType::F32 => v.iter().flat_map(|&x| (x as f32).to_le_bytes()).collect(),
+        _ => v.iter().flat_map(|&x| x.to_le_bytes()).collect(),
+    }
+}
+
+/// [`cast_readings`] of an ONNX `Cast` node's constant input.
+pub(crate) fn cast_node_readings(i: &Inputs) -> Result<Option<Vec<Tensor>>, NoEval> {
+    if i.dialect != Onnx || i.node.op_type != "Cast" {
+        return Ok(None);
+    }
+    let data = i.input(0).ok_or(NoEval::Silent)?;
+    let to = CastTo::of(i.node, i.dialect)?;
+    Ok(cast_readings(data, to, i.limit)?)
+}
+
 // The ops of this family that `fold` evaluates on constants: their rows of
 // `ops::registry::OPS`, and the functions reading a node's inputs and attributes.
 
