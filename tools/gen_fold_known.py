@@ -166,6 +166,7 @@ def main():
     # IR (OpenVINO): ShapeOf + Gather, ShapeOf + StridedSlice.
     import openvino as ov
     from openvino import opset8
+    from openvino.opset4 import ops as opset4_ops
 
     def ir(name, build):
         x = opset8.parameter(ov.PartialShape([-1, 3, 16]), np.float32, name="x")
@@ -182,6 +183,14 @@ def main():
     p = ir("ir_strided_slice_static", lambda s: opset8.strided_slice(s, i64([1]), i64([3]), i64([1]), [0], [0]))
     record(cases, os.path.basename(p), ov_values(p))
     p = ir("ir_symbolic_dim", lambda s: opset8.gather(s, i64([0]), i64(0)))
+    record(cases, os.path.basename(p), ov_values(p))
+    # Range-4's `output_type` (i64) over an i32 start and step, as OpenVINO's PyTorch front end
+    # writes `torch.arange(x.size(2))`, then Unsqueeze: the folded constant has the type Range says.
+    i32 = lambda a: opset8.constant(np.array(a, np.int32))
+    p = ir("ir_range_output_type",
+           lambda s: opset8.unsqueeze(
+               opset4_ops.range(i32(0), opset8.gather(s, i64(2), i64(0)), i32(1), output_type="i64"),
+               i64(0)))
     record(cases, os.path.basename(p), ov_values(p))
 
     with open(os.path.join(OUT, "expected.json"), "w") as f:

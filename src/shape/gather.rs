@@ -142,9 +142,12 @@ fn range(cx: &Ctx) -> Option<Vec<Fact>> {
         _ => (Dim::unknown(), None),
     };
     Some(vec![Fact {
+        // OpenVINO Range-4 says its element type (`output_type`: an i64 range over an i32
+        // start, as the PyTorch front end writes `arange`); Range-1 and ONNX's take the inputs'.
         dtype: cx
-            .dtype(0)
-            .or_else(|| cx.attr_str("output_type").and_then(DType::from_ov_name)),
+            .attr_str("output_type")
+            .and_then(DType::from_ov_name)
+            .or_else(|| cx.dtype(0)),
         shape: Some(vec![count]),
         value: None,
     }
