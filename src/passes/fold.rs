@@ -155,18 +155,29 @@ fn evaluate(
         Needs::Constants => (consts(graph, ix).ok_or(NoFold::Silent)?, Vec::new()),
         Needs::InputDims => (Vec::new(), known_shape(graph, ix).ok_or(NoFold::Silent)?),
     };
-    let tensor_attr = |name: &str| onnx_tensor_attr(model, ix, name);
-    (entry.eval)(&Inputs {
-        node: n,
-        dialect: format,
-        consts: &consts,
-        dims: &dims,
-        tensor_attr: &tensor_attr,
-        limit,
-    })
-    .map_err(|e| match e {
+    call_entry(model, ix, entry, &consts, &dims, limit).map_err(|e| match e {
         NoEval::Silent => NoFold::Silent,
         NoEval::Skip(why) => NoFold::Skip(why),
+    })
+}
+
+/// `entry`'s evaluation of node `ix` on the given input constants (or input dims).
+fn call_entry(
+    model: &Model,
+    ix: NodeIndex,
+    entry: &registry::OpEntry,
+    consts: &[Option<&Tensor>],
+    dims: &[u64],
+    limit: u64,
+) -> std::result::Result<Tensor, NoEval> {
+    let tensor_attr = |name: &str| onnx_tensor_attr(model, ix, name);
+    (entry.eval)(&Inputs {
+        node: model.graph().node(ix),
+        dialect: model.format(),
+        consts,
+        dims,
+        tensor_attr: &tensor_attr,
+        limit,
     })
 }
 
@@ -211,7 +222,6 @@ fn evaluate_readings(model: &Model, ix: NodeIndex, limit: u64, split: &Split) ->
         .filter_map(|o| split.get(&o.node).map(Vec::len))
         .max()
         .unwrap_or(0);
-    let tensor_attr = |name: &str| onnx_tensor_attr(model, ix, name);
     let mut out: Vec<Tensor> = Vec::with_capacity(count);
     for r in 0..count {
         let mut consts = Vec::with_capacity(inputs.len());
@@ -231,15 +241,7 @@ fn evaluate_readings(model: &Model, ix: NodeIndex, limit: u64, split: &Split) ->
                 },
             }
         }
-        let got = (entry.eval)(&Inputs {
-            node: n,
-            dialect: format,
-            consts: &consts,
-            dims: &[],
-            tensor_attr: &tensor_attr,
-            limit,
-        });
-        match got {
+        match call_entry(model, ix, entry, &consts, &[], limit) {
             Ok(t) => out.push(t),
             Err(_) => return Readings::No,
         }
