@@ -138,8 +138,16 @@ impl<M: Message + Default + Clone> Out<'_, M> {
 /// The external-data locations in the tensor attributes and subgraphs of the encoded node
 /// record `b` (the one read of each tensor, or with `all` every entry). A small record without the bytes `location` has none and is not decoded; a big
 /// one is decoded without being read through (its tensor bytes are not touched).
+///
+/// A small record without the byte of an attribute's key (field 5, length-delimited: `0x2a`)
+/// has no attribute, so no tensor nor subgraph: one `memchr`, where the search for
+/// `location` in every record of a graph of 300,000 nodes was a third of its save.
 pub fn encoded_node_locations(b: &Bytes, out: &mut Vec<String>, all: bool) {
-    if b.len() < BIG && memchr::memmem::find(b, b"location").is_none() {
+    const ATTRIBUTE_KEY: u8 = (5 << 3) | 2;
+    if b.len() < BIG
+        && (memchr::memchr(ATTRIBUTE_KEY, b).is_none()
+            || memchr::memmem::find(b, b"location").is_none())
+    {
         return;
     }
     if let Ok(n) = NodeProto::decode(b.clone()) {
