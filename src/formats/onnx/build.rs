@@ -67,12 +67,20 @@ pub(super) fn build_graph<'g>(
     add_sparse_initializers(&mut b, g, inits.len(), &shadowed)?;
     let added = add_node_records(&mut b, nodes, &types, ext)?;
     let edges = added.wires + g.output.len();
-    b.graph.g.reserve_exact_edges(edges + edges / 4 + 16);
-    wire_inputs(&mut b, nodes, &added.node_ix)?;
+    let room = (edges + edges / 4 + 16).saturating_sub(b.graph.g.edge_count());
+    b.graph.g.reserve_exact_edges(room);
+    wire_inputs(&mut b, nodes, &added.node_ix, added.wired_up_to)?;
+    let captured = !added.captures.is_empty();
     wire_captures(&mut b, nodes, &added.node_ix, added.captures)?;
     add_outputs(&mut b, g)?;
     let Builder { graph, .. } = b;
-    graph.topo_order().map_err(|c| Error::cycle(path, c))?;
+    // Wired as added, every edge goes from a node added before its target (a node reading
+    // its own output was left to `wire_inputs`): no cycle. Else (and with captures, whose
+    // producers may come later) the check walks the graph.
+    let acyclic = added.wired_up_to == nodes.len() && !captured;
+    if !acyclic {
+        graph.topo_order().map_err(|c| Error::cycle(path, c))?;
+    }
     Ok(Built {
         graph,
         holders: added.holders,
@@ -278,11 +286,17 @@ struct Added {
     captures: Vec<(usize, Vec<String>)>,
     /// Number of named inputs of all nodes.
     wires: usize,
+    /// The first node record whose inputs are not wired yet ([`wire_inputs`] wires it and
+    /// every one after it); the records before it are wired.
+    wired_up_to: usize,
 }
 
-/// The nodes: all created first (they need not be in topological order), wired afterwards.
-/// Each record is decoded once, into the IR node; output and input names are read in place
-/// from the record's bytes (`names`), so nothing decoded outlives its node's turn.
+/// The nodes: all created, in file order; each wired as it is added while every name it
+/// reads is already defined (a file in topological order: all of them), the first one
+/// that reads a name not yet defined and all after it afterwards ([`wire_inputs`]), so the
+/// edges are added in the same order either way (node by node, port by port). Each record is
+/// decoded once, into the IR node; output and input names are read in place from the
+/// record's bytes, so nothing decoded outlives its node's turn.
 fn add_node_records<'g>(
     b: &mut Builder<'g, '_>,
     nodes: &'g [Bytes],
@@ -297,12 +311,29 @@ fn add_node_records<'g>(
     let mut holders = Vec::new();
     let mut captures: Vec<(usize, Vec<String>)> = Vec::new();
     let mut wires = 0usize;
+    // Wired as added: the wiring was a second walk of every record on the pool, to read the
+    // input names again (a fifth of the load of wide_sym_100k.onnx in instructions).
+    let mut wired_up_to: Option<usize> = None;
+    let mut sources: Vec<(OutletId, usize)> = Vec::new();
+    // Room for four inputs a node and the headroom for passes (a quarter more, as below):
+    // edges grown by doubling were copied each time. Pages of it no edge uses are not
+    // touched (not resident). More inputs a node: the room grows, once the count is known.
+    graph
+        .g
+        .reserve_exact_edges(5usize.saturating_mul(nodes.len()).saturating_add(16));
     // Most records: read in place, on rayon's pool, a window ahead (as the initializers).
-    type Read<'a> = Option<(Node, Names<'a>, usize)>;
+    type Read<'a> = Option<(Node, Names<'a>, Names<'a>)>;
     let read_nodes = |range: std::ops::Range<usize>, out: &mut Vec<Read<'g>>| {
         out.extend(range.map(|i| {
             let l = light_node(&nodes[i])?;
-            let mut node = onnx_node(i, l.name, l.op_type, l.domain, l.inputs, &l.attributes);
+            let mut node = onnx_node(
+                i,
+                l.name,
+                l.op_type,
+                l.domain,
+                l.inputs.len(),
+                &l.attributes,
+            );
             node.outputs = l
                 .outputs
                 .iter()
@@ -318,21 +349,40 @@ fn add_node_records<'g>(
     let add_nodes = |start: usize, window: std::vec::Drain<'_, Read<'g>>| -> Result<()> {
         for (i, light) in (start..).zip(window) {
             let rec = &nodes[i];
-            let (node, outputs) = match light {
+            let (node, outputs, inputs) = match light {
                 Some((node, outputs, inputs)) => {
-                    wires += inputs;
-                    (node, outputs)
+                    wires += inputs.len();
+                    (node, outputs, Some(inputs))
                 }
-                None => full_node(
-                    path,
-                    i,
-                    rec,
-                    types,
-                    ext,
-                    &mut holders,
-                    &mut captures,
-                    &mut wires,
-                )?,
+                None => {
+                    let (node, outputs) = full_node(
+                        path,
+                        i,
+                        rec,
+                        types,
+                        ext,
+                        &mut holders,
+                        &mut captures,
+                        &mut wires,
+                    )?;
+                    (node, outputs, None)
+                }
+            };
+            // The producers of its inputs are looked up before its outputs are defined: a
+            // node reading its own output is left to `wire_inputs` (and the cycle check).
+            let all_known = wired_up_to.is_none() && {
+                // The names read in place (a record read by prost: read again, here).
+                let inputs = inputs.or_else(|| names(rec, 1));
+                sources.clear();
+                inputs.as_ref().is_some_and(|inputs| {
+                    inputs.iter().enumerate().all(|(p, name)| {
+                        name.is_empty()
+                            || producers
+                                .get(name)
+                                .map(|&src| sources.push((src, p)))
+                                .is_some()
+                    })
+                })
             };
             let ix = graph.add_node(node);
             for (p, o) in outputs.iter().enumerate() {
@@ -356,6 +406,14 @@ fn add_node_records<'g>(
                 }
             }
             node_ix.push(ix);
+            if all_known {
+                for &(src, p) in &sources {
+                    graph.connect(src, ix, p);
+                }
+            } else if wired_up_to.is_none() {
+                // This node and all after it are wired by `wire_inputs`.
+                wired_up_to = Some(i);
+            }
         }
         Ok(())
     };
@@ -365,6 +423,7 @@ fn add_node_records<'g>(
         holders,
         captures,
         wires,
+        wired_up_to: wired_up_to.unwrap_or(nodes.len()),
     })
 }
 
@@ -376,11 +435,12 @@ fn decoded(nodes: &[Bytes], i: usize) -> NodeProto {
         .unwrap_or_default()
 }
 
-/// The edges from each node's named inputs to their producers.
+/// The edges from the named inputs of node records `from..` to their producers.
 fn wire_inputs<'g>(
     b: &mut Builder<'g, '_>,
     nodes: &'g [Bytes],
     node_ix: &[NodeIndex],
+    from: usize,
 ) -> Result<()> {
     let path = b.path;
     let Builder {
@@ -394,7 +454,7 @@ fn wire_inputs<'g>(
         Missing(usize, usize, &'a str),
     }
     let read_inputs = |range: std::ops::Range<usize>, out: &mut Vec<Wiring<'g>>| {
-        for i in range {
+        for i in range.start + from..range.end + from {
             let Some(inputs) = names(&nodes[i], 1) else {
                 out.push(Wiring::Unreadable(i));
                 continue;
@@ -440,7 +500,7 @@ fn wire_inputs<'g>(
         }
         Ok(())
     };
-    pipelined(nodes.len(), read_inputs, wire)
+    pipelined(nodes.len().saturating_sub(from), read_inputs, wire)
 }
 
 /// The edges from the outer names a node's subgraphs read to their producers.

@@ -7,8 +7,8 @@ pub(super) struct LightNode<'a> {
     pub(super) name: &'a str,
     pub(super) op_type: &'a str,
     pub(super) domain: &'a str,
-    /// Number of inputs (empty names included: omitted optional inputs).
-    pub(super) inputs: usize,
+    /// The input names, in order (empty names included: omitted optional inputs).
+    pub(super) inputs: Names<'a>,
     pub(super) outputs: Names<'a>,
     pub(super) attributes: Vec<proto::AttributeProto>,
 }
@@ -30,17 +30,14 @@ pub(super) fn light_node(rec: &[u8]) -> Option<LightNode<'_>> {
         name: "",
         op_type: "",
         domain: "",
-        inputs: 0,
+        inputs: Names::default(),
         outputs: Names::default(),
         attributes: Vec::new(),
     };
     for f in fields(rec) {
         let (field, wire, payload, _) = f?;
         match field {
-            1 => {
-                text(wire, payload)?;
-                node.inputs += 1;
-            }
+            1 => node.inputs.push(text(wire, payload)?),
             2 => node.outputs.push(text(wire, payload)?),
             3 => node.name = text(wire, payload)?,
             4 => node.op_type = text(wire, payload)?,
@@ -207,6 +204,11 @@ impl<'a> Names<'a> {
         } else {
             &self.heap
         }
+    }
+
+    /// Number of names.
+    pub(super) fn len(&self) -> usize {
+        self.len
     }
 
     /// The names, in order, by value.

@@ -89,7 +89,10 @@ fn agrees(rec: &[u8], l: &LightNode) {
     assert_eq!(l.name, n.name());
     assert_eq!(l.op_type, n.op_type());
     assert_eq!(l.domain, n.domain());
-    assert_eq!(l.inputs, n.input.len());
+    assert_eq!(
+        l.inputs.as_slice(),
+        n.input.iter().map(String::as_str).collect::<Vec<_>>()
+    );
     assert_eq!(
         l.outputs.as_slice(),
         n.output.iter().map(String::as_str).collect::<Vec<_>>()
@@ -101,7 +104,7 @@ fn agrees(rec: &[u8], l: &LightNode) {
 fn an_ordinary_node_record_reads_in_place_as_prost_decodes_it() {
     let rec = ordinary().encode_to_vec();
     let l = light_node(&rec).expect("an ordinary node reads in place");
-    assert_eq!(l.inputs, 3);
+    assert_eq!(l.inputs.len(), 3);
     assert_eq!(l.outputs.as_slice(), ["y", "y2"]);
     assert_eq!(l.attributes.len(), 6);
     agrees(&rec, &l);
@@ -425,6 +428,70 @@ fn a_file_of_many_windows_reads_in_file_order() {
     g.initializer[3 * WINDOW + 2].name = Some("c8".into());
     let e = fault(&m);
     assert!(e.contains("'c7' is defined twice"), "{e}");
+}
+
+/// The edges of a loaded graph as (source, target, target port) names, in edge-index order.
+fn edges_in_order(graph: &Graph) -> Vec<(String, String, u32)> {
+    use petgraph::visit::{EdgeRef, IntoEdgeReferences};
+    let mut edges: Vec<_> = graph.g.edge_references().collect();
+    edges.sort_by_key(|e| e.id());
+    edges
+        .iter()
+        .map(|e| {
+            (
+                graph.node(e.source()).name.to_string(),
+                graph.node(e.target()).name.to_string(),
+                e.weight().dst_port,
+            )
+        })
+        .collect()
+}
+
+/// Nodes are wired as they are added while what they read is defined, the rest afterwards:
+/// a file that lists a consumer before its producer (in the first window, or a later one)
+/// loads with every input wired to the producer it names, and the edges are added in file
+/// order, node by node and port by port, as when every node is wired after all are added
+/// (what passes and the writer see in edge order). A node reading its own output is a cycle.
+#[test]
+fn nodes_listed_before_their_producers_are_wired_in_file_order() {
+    let n = 2 * WINDOW + 40;
+    for swapped in [10, WINDOW + 20] {
+        let mut m = chain(n);
+        let g = m.graph.as_mut().expect("graph");
+        // n{swapped + 1} (reading v{swapped}) now comes before n{swapped}.
+        g.node.swap(swapped, swapped + 1);
+        let expect: Vec<(String, String, u32)> = g
+            .node
+            .iter()
+            .flat_map(|node| {
+                let name = node.name().to_string();
+                node.input.iter().enumerate().map(move |(p, input)| {
+                    let src = match input.strip_prefix('v') {
+                        Some(k) => format!("n{k}"),
+                        None => input.clone(),
+                    };
+                    (src, name.clone(), p as u32)
+                })
+            })
+            .chain(std::iter::once((
+                format!("n{}", n - 1),
+                format!("v{}", n - 1),
+                0,
+            )))
+            .collect();
+        let model = decoded(&m).expect("a file out of order loads");
+        assert_eq!(edges_in_order(&model.graph), expect, "swapped at {swapped}");
+    }
+    let mut m = chain(n);
+    let g = m.graph.as_mut().expect("graph");
+    g.node[WINDOW + 3].input[0] = format!("v{}", WINDOW + 3);
+    match decoded(&m) {
+        Err(e) => assert!(
+            e.to_string().contains("cycle") && e.to_string().contains(&format!("n{}", WINDOW + 3)),
+            "{e}"
+        ),
+        Ok(_) => panic!("a node reading its own output loads"),
+    }
 }
 
 #[test]
