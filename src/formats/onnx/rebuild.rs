@@ -406,13 +406,18 @@ fn rebuild_value_info<'a>(
             }
         }
     }
-    let io_names: HashSet<&str> = orig
-        .input
-        .iter()
-        .chain(orig.output.iter())
-        .map(|v| v.name())
-        .collect();
+    // The names that get no new entry: the graph's inputs and outputs, and (added below)
+    // the entries kept. One set, so a value is looked up once (and inserted in the same
+    // probe): three lookups a value, in a set grown by doubling, were most of the save's
+    // time for the 100,000 inferred values of wide_sym_100k.onnx.
     let mut seen: HashSet<&str> = HashSet::default();
+    seen.reserve(orig.input.len() + orig.output.len() + orig.value_info.len());
+    seen.extend(
+        orig.input
+            .iter()
+            .chain(orig.output.iter())
+            .map(|v| v.name()),
+    );
     for vi in &orig.value_info {
         if let Some((v, _)) = live.get(vi.name()) {
             seen.insert(vi.name());
@@ -430,6 +435,8 @@ fn rebuild_value_info<'a>(
     // New entries: encoded one after another into one buffer, each written from its part.
     let mut encoded: Vec<u8> = Vec::new();
     let mut ends: Vec<usize> = Vec::new();
+    // Room for an entry per node (the set is freed with the save's records).
+    seen.reserve(order.len());
     for &ix in order {
         let n = graph.node(ix);
         if n.kind != NodeKind::Op {
@@ -440,10 +447,8 @@ fn rebuild_value_info<'a>(
             if v.ty_changed
                 && v.ty.dtype.is_some()
                 && !v.name.is_empty()
-                && !seen.contains(v.name.as_str())
-                && !io_names.contains(v.name.as_str())
+                && seen.insert(v.name.as_str())
             {
-                seen.insert(v.name.as_str());
                 encode_value_info(&v.name, &v.ty, &mut encoded);
                 ends.push(encoded.len());
             }
