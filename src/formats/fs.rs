@@ -110,6 +110,35 @@ pub(crate) unsafe fn release_resident_range(range: &[u8]) {
     }
 }
 
+/// Asks the kernel to map the pages of `len` bytes at `addr` as if written (Linux 5.14's
+/// `MADV_POPULATE_WRITE`), so the thread that then writes there does not stop at a page fault
+/// per page: a loader calls it on another thread for the memory of the records it adds next
+/// ([`crate::ir::Slots`]). The contents do not change; pages already mapped stay as they are.
+/// Only pages of this process's anonymous, writable memory should be named (a heap block
+/// reserved for the records): a wrong range fails (ignored) or maps pages of the heap early.
+/// Does nothing off Linux, or when the kernel refuses.
+pub(crate) fn prefault_for_write(addr: usize, len: usize) {
+    #[cfg(target_os = "linux")]
+    {
+        /// `MADV_POPULATE_WRITE` (not in every `libc` release).
+        const MADV_POPULATE_WRITE: libc::c_int = 23;
+        const PAGE: usize = 4096;
+        if len == 0 || addr == 0 {
+            return;
+        }
+        let start = addr & !(PAGE - 1);
+        let end = addr.saturating_add(len).saturating_add(PAGE - 1) & !(PAGE - 1);
+        // SAFETY: MADV_POPULATE_WRITE only populates page tables (zero pages for anonymous
+        // memory never touched); it reads and writes no byte of the range, so it races with
+        // nothing. Errors (unmapped or unsuitable ranges) change nothing and are ignored.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, MADV_POPULATE_WRITE);
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (addr, len);
+}
+
 fn map_file_advised(
     path: &Path,
     advice: Option<memmap2::Advice>,
@@ -132,4 +161,22 @@ fn map_file_advised(
         let _ = map.advise(a);
     }
     Ok((crate::formats::mapped::guard(map, &file, path), Some(file)))
+}
+
+#[cfg(test)]
+mod prefault_tests {
+    /// Asking for the pages of a buffer, written or not, changes none of its bytes.
+    #[test]
+    fn a_prefault_keeps_the_bytes() {
+        let mut buf: Vec<u8> = Vec::with_capacity(1 << 22);
+        buf.extend((0..(1 << 21)).map(|i| (i % 251) as u8));
+        let spare = buf.spare_capacity_mut();
+        let (at, len) = (spare.as_ptr() as usize, spare.len());
+        // The written half and the untouched half, over a page's edge.
+        super::prefault_for_write(buf.as_ptr() as usize + 100, 1 << 21);
+        super::prefault_for_write(at, len);
+        assert!(buf.iter().enumerate().all(|(i, &b)| b == (i % 251) as u8));
+        buf.extend(std::iter::repeat_n(7u8, 1 << 21));
+        assert!(buf[1 << 21..].iter().all(|&b| b == 7));
+    }
 }

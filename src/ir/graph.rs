@@ -224,3 +224,57 @@ impl Graph {
         m.into_iter().map(|(op, n)| (op.to_string(), n)).collect()
     }
 }
+
+/// Where petgraph keeps a graph's node and edge records, as addresses, for a loader that asks
+/// the kernel for the pages of the records it is about to add ([`Graph::slots`]). Computed
+/// from a record's address and the size of petgraph's entries; nothing is read or written
+/// through them, and the spans are not checked against the allocation: only hints.
+#[derive(Debug, Clone, Copy)]
+pub struct Slots {
+    node0: usize,
+    node_stride: usize,
+    edge0: Option<usize>,
+    edge_stride: usize,
+}
+
+impl Slots {
+    /// The bytes of the node entries of indices `from..to`, as (address, length).
+    pub fn nodes(&self, from: usize, to: usize) -> (usize, usize) {
+        Self::span(self.node0, self.node_stride, from, to)
+    }
+
+    /// The bytes of the edge entries of indices `from..to`, as (address, length); `None`
+    /// when the graph had no edge to take the address from.
+    pub fn edges(&self, from: usize, to: usize) -> Option<(usize, usize)> {
+        Some(Self::span(self.edge0?, self.edge_stride, from, to))
+    }
+
+    fn span(base: usize, stride: usize, from: usize, to: usize) -> (usize, usize) {
+        let start = base.wrapping_add(from.wrapping_mul(stride));
+        (start, to.saturating_sub(from).saturating_mul(stride))
+    }
+}
+
+impl Graph {
+    /// The addresses of the node and edge entries as they are now ([`Slots`]): `None` when the
+    /// graph has no node of index 0. The addresses hold while the node and edge arrays are not
+    /// reallocated (within their reserved capacity).
+    pub fn slots(&self) -> Option<Slots> {
+        use petgraph::visit::EdgeIndexable;
+        let weight_in_node = std::mem::offset_of!(petgraph::graph::Node<Option<Node>, u32>, weight);
+        let weight_in_edge = std::mem::offset_of!(petgraph::graph::Edge<Option<Wire>, u32>, weight);
+        let node0 = self.g.node_weight(NodeIndex::new(0))? as *const Node as usize;
+        let edge0 = (self.g.edge_bound() > 0)
+            .then(|| self.g.edge_weight(EdgeIndex::new(0)))
+            .flatten()
+            .map(|w| w as *const Wire as usize);
+        Some(Slots {
+            // (The `Node` may sit a few bytes into its `Option`: a span off by that is still
+            // the right pages but for its ends.)
+            node0: node0.wrapping_sub(weight_in_node),
+            node_stride: std::mem::size_of::<petgraph::graph::Node<Option<Node>, u32>>(),
+            edge0: edge0.map(|e| e.wrapping_sub(weight_in_edge)),
+            edge_stride: std::mem::size_of::<petgraph::graph::Edge<Option<Wire>, u32>>(),
+        })
+    }
+}

@@ -19,7 +19,7 @@ mod tests;
 mod topo;
 
 pub use dialect::Format;
-pub use graph::Graph;
+pub use graph::{Graph, Slots};
 pub use node::{
     show_shape, to_u32, Attr, DeclaredDim, Node, NodeKind, Origin, OutletId, Text, Value,
     ValueType, Wire, MAX_RECORDS,

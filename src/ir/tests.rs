@@ -562,3 +562,50 @@ fn replace_node_defers_unlinking_until_the_flush() {
     assert!(g.g.edge_weights().all(|w| w.dst_port != Wire::DETACHED));
     assert_eq!(g.g.node_count(), 2 + 50 + 49 + 50);
 }
+
+/// [`Graph::slots`] names the bytes of each node and edge entry: the span of entry `i` holds
+/// the record `node_weight(i)` / `edge_weight(i)` points to, and the spans of consecutive
+/// entries follow one another.
+#[test]
+fn slots_span_the_records_of_nodes_and_edges() {
+    let mut g = Graph::with_capacity(64, 64);
+    assert!(g.slots().is_none(), "no node: no address");
+    let ix: Vec<NodeIndex> = (0..40)
+        .map(|i| g.add_node(Node::op(format!("n{i}"), "Relu", "")))
+        .collect();
+    assert!(g.slots().is_some_and(|s| s.edges(0, 1).is_none()));
+    for w in ix.windows(2) {
+        g.connect(
+            OutletId {
+                node: w[0],
+                port: 0,
+            },
+            w[1],
+            0,
+        );
+    }
+    let slots = g.slots().expect("nodes");
+    let inside = |(at, len): (usize, usize), p: usize, size: usize| at <= p && p + size <= at + len;
+    for (i, &n) in ix.iter().enumerate() {
+        let p = g.node(n) as *const Node as usize;
+        assert!(
+            inside(slots.nodes(i, i + 1), p, std::mem::size_of::<Node>()),
+            "node {i}"
+        );
+        let (at, len) = slots.nodes(i, i + 2);
+        assert_eq!(
+            (at, len / 2),
+            slots.nodes(i, i + 1),
+            "node {i}: consecutive"
+        );
+        assert_eq!(at + len / 2, slots.nodes(i + 1, i + 2).0);
+    }
+    for e in 0..ix.len() - 1 {
+        let w =
+            g.g.edge_weight(petgraph::stable_graph::EdgeIndex::new(e))
+                .expect("edge");
+        let p = w as *const Wire as usize;
+        let span = slots.edges(e, e + 1).expect("edges");
+        assert!(inside(span, p, std::mem::size_of::<Wire>()), "edge {e}");
+    }
+}
