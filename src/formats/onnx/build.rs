@@ -186,11 +186,20 @@ fn add_initializers<'g>(
     // Most records (raw data in the file): read in place, name and tensor in one walk (the
     // name alone for the others; `None`: it does not read).
     type InitRead<'a> = (Option<&'a str>, Option<Node>);
+    // The pages of the window's nodes are asked for on the pool, as for the nodes' records
+    // (see `add_node_records`): initializer `i` is node `first + i` or, after shadowed ones,
+    // an index below it, in the capacity reserved for the graph.
+    let first = graph.g.node_count();
+    let slots = graph.slots();
     let read_inits = |range: std::ops::Range<usize>, out: &mut Vec<InitRead<'g>>| {
-        out.extend(range.map(|i| match light_tensor_named(&inits[i]) {
+        out.extend(range.clone().map(|i| match light_tensor_named(&inits[i]) {
             Some((t, name)) => (Some(name), Some(init_node(i, name, t))),
             None => (last_string(&inits[i], 8), None),
         }));
+        if let Some(slots) = slots {
+            let (at, len) = slots.nodes(first + range.start, first + range.end);
+            crate::formats::fs::prefault_for_write(at, len);
+        }
     };
     let add_inits = |start: usize, window: std::vec::Drain<'_, InitRead<'g>>| -> Result<()> {
         for (i, (name, light)) in (start..).zip(window) {
