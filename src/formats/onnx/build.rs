@@ -506,8 +506,9 @@ fn wire_inputs<'g>(
         Missing(usize, usize, &'a str),
     }
     let read_inputs = |range: std::ops::Range<usize>, out: &mut Vec<Wiring<'g>>| {
-        for i in range.start + from..range.end + from {
-            let Some(inputs) = names(&nodes[i], 1) else {
+        let records = nodes[range.start + from..range.end + from].iter();
+        for (i, rec) in (range.start + from..).zip(records) {
+            let Some(inputs) = names(rec, 1) else {
                 out.push(Wiring::Unreadable(i));
                 continue;
             };
