@@ -399,6 +399,9 @@ fn add_node_records<'g>(
                     (node, outputs, Some(inputs))
                 }
                 None => {
+                    // Read by prost: `full_node` reads the output names in place, a walk of the
+                    // whole record that fails the build on one that does not walk (the caller
+                    // then checks every record; see `OnnxModel::decode`).
                     let (node, outputs) = full_node(
                         path,
                         i,

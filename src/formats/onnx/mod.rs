@@ -184,14 +184,34 @@ impl OnnxModel {
             map: bytes.clone(),
             file: file.map(std::sync::Arc::new),
         }];
-        let (proto, records) = decode_model(bytes)
-            .map_err(|e| fmt_err(path, format!("not a valid ONNX model: {e}")))?;
+        let invalid = |e: prost::DecodeError| fmt_err(path, format!("not a valid ONNX model: {e}"));
+        let (mut proto, mut records, walked) = decode_model(bytes.clone()).map_err(invalid)?;
+        let new_ext = || {
+            let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
+            ext.also_inside(crate::formats::fs::resolved_model_dir(path));
+            ext
+        };
+        let mut ext = new_ext();
         let Some(g) = proto.graph.as_ref() else {
             return Err(fmt_err(path, "ONNX model has no graph"));
         };
-        let mut ext = ExternalFiles::new(path.parent().unwrap_or(Path::new(".")));
-        ext.also_inside(crate::formats::fs::resolved_model_dir(path));
-        let built = build_graph(path, g, &records, &mut ext)?;
+        // Records split from the file are taken only if every one walks ([`walks`]). The
+        // build reads each in full (one that does not walk fails it): a build that succeeds
+        // walked them all, and one that fails is redone from prost's decode of the whole
+        // file when a record does not walk (a walk of every record before the build was a
+        // twentieth of the load of wide_sym_100k.onnx, on the pool while this thread waited).
+        let built = match build_graph(path, g, &records, &mut ext) {
+            Ok(built) => built,
+            Err(e) if walked || records_walk_all(&records) => return Err(e),
+            Err(_) => {
+                (proto, records) = decode_whole(bytes).map_err(invalid)?;
+                ext = new_ext();
+                let Some(g) = proto.graph.as_ref() else {
+                    return Err(fmt_err(path, "ONNX model has no graph"));
+                };
+                build_graph(path, g, &records, &mut ext)?
+            }
+        };
         let graph = built.graph;
         let loaded_nodes = graph.g.node_count();
         let mut inputs = vec![path.to_path_buf()];

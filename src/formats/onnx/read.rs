@@ -4,17 +4,30 @@
 use super::*;
 
 /// Decodes a model, keeping the main graph's node and initializer records encoded: `(model
-/// without graph.node and graph.initializer, their records)`. Each record is a slice of `bytes`
-/// (nothing is copied); every other field is decoded by prost, one field at a time, with the graph's repeated fields sized
-/// before decoding (prost grows them by doubling, which for a graph of 300,000 nodes left a
-/// quarter of the decoded model as spare capacity). A file too malformed to walk field by field
-/// is left to prost whole, which decodes it or reports why not.
+/// without graph.node and graph.initializer, their records, whether every record is known to
+/// walk)`. Each record is a slice of `bytes` (nothing is copied); every other field is decoded
+/// by prost, one field at a time, with the graph's repeated fields sized before decoding
+/// (prost grows them by doubling, which for a graph of 300,000 nodes left a quarter of the
+/// decoded model as spare capacity). A file too malformed to walk field by field is left to
+/// prost whole ([`decode_whole`]), which decodes it or reports why not.
+///
+/// Records split field by field are not walked here (the third value is `false`): a file is
+/// taken this way only if every node and initializer record walks ([`walks`]), which the
+/// graph's build checks as it reads them ([`records_walk_all`] where it fails); see
+/// [`OnnxModel::decode`](super::OnnxModel).
 pub(super) fn decode_model(
     bytes: Bytes,
-) -> std::result::Result<(ModelProto, Records), prost::DecodeError> {
+) -> std::result::Result<(ModelProto, Records, bool), prost::DecodeError> {
     if let Some(split) = split_model(&bytes) {
-        return split;
+        return split.map(|(proto, records)| (proto, records, false));
     }
+    decode_whole(bytes).map(|(proto, records)| (proto, records, true))
+}
+
+/// The model decoded by prost whole, its main graph's records encoded again one by one.
+pub(super) fn decode_whole(
+    bytes: Bytes,
+) -> std::result::Result<(ModelProto, Records), prost::DecodeError> {
     let mut proto = ModelProto::decode(bytes)?;
     let records = proto
         .graph
@@ -24,8 +37,9 @@ pub(super) fn decode_model(
     Ok((proto, records))
 }
 
-/// [`decode_model`] field by field; `None` when a key, a length, or a node or initializer
-/// record does not walk.
+/// [`decode_model`] field by field; `None` when a key or a length of the model's or graph's
+/// fields does not walk, or when the split stopped at an error and a node or initializer
+/// record of the file does not walk.
 #[allow(clippy::type_complexity)]
 pub(super) fn split_model(
     bytes: &Bytes,
@@ -61,31 +75,26 @@ pub(super) fn split_model(
         }
         Ok(())
     })();
-    // Nothing is taken unless every node and initializer record walks (else prost decodes the
-    // whole file). The keys and lengths of the model's and graph's fields walked in
-    // `graph_record_counts`; the records are checked once split, on rayon's pool (a walk of
-    // every record, before the split on this thread, was a twentieth of the load of
-    // wide_sym_100k.onnx). A split that stopped at an error did not list every record: those
-    // are walked in the file.
-    let all_walk = match &result {
-        // (A graph of one window or less is walked here: the pool is not started for it.)
-        Ok(()) if records.nodes.len() + records.inits.len() <= WINDOW => {
-            records.nodes.iter().chain(&records.inits).all(|r| walks(r))
-        }
-        Ok(()) => {
-            use rayon::prelude::*;
-            records
-                .nodes
-                .par_iter()
-                .chain(records.inits.par_iter())
-                .all(|r| walks(r))
-        }
-        Err(_) => records_walk(bytes),
-    };
-    if !all_walk {
+    // A split that stopped at an error did not list every record: those are walked in the
+    // file (and a record that does not walk leaves the file to prost).
+    if result.is_err() && !records_walk(bytes) {
         return None;
     }
     Some(result.map(|()| (proto, records)))
+}
+
+/// True when every node and initializer record of `records` walks ([`walks`]), checked on
+/// rayon's pool (a graph of one window or less: here).
+pub(super) fn records_walk_all(records: &Records) -> bool {
+    if records.nodes.len() + records.inits.len() <= WINDOW {
+        return records.nodes.iter().chain(&records.inits).all(|r| walks(r));
+    }
+    use rayon::prelude::*;
+    records
+        .nodes
+        .par_iter()
+        .chain(records.inits.par_iter())
+        .all(|r| walks(r))
 }
 
 /// True when every node and initializer record of the model's graphs walks ([`walks`]).

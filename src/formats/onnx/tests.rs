@@ -494,6 +494,99 @@ fn nodes_listed_before_their_producers_are_wired_in_file_order() {
     }
 }
 
+/// A record that does not walk field by field (here it ends in a protobuf group, which the
+/// walk does not take, and prost skips) leaves the whole file to prost, as the split would
+/// otherwise keep bytes prost drops: the records are prost's encoding, the group gone. The
+/// build finds it while reading the records (a plain node, one that only prost reads, an
+/// initializer read in place or not), in any window.
+#[test]
+fn a_record_that_does_not_walk_leaves_the_file_to_prost() {
+    const GROUP: [u8; 6] = [0xa3, 0x06, 0x08, 0x01, 0xa4, 0x06];
+    let n = WINDOW + 10;
+    let field = |number: u32, payload: &[u8]| {
+        let mut out = Vec::new();
+        prost::encoding::encode_key(number, prost::encoding::WireType::LengthDelimited, &mut out);
+        prost::encoding::encode_varint(payload.len() as u64, &mut out);
+        out.extend_from_slice(payload);
+        out
+    };
+    let mut constant = NodeProto {
+        output: vec!["k".into()],
+        name: Some("k".into()),
+        op_type: Some("Constant".into()),
+        ..Default::default()
+    };
+    let mut a = attr("value_int", AttributeType::Int);
+    a.i = Some(3);
+    constant.attribute = vec![a];
+    let plain = NodeProto {
+        input: vec![format!("v{}", n - 1), "c0".into()],
+        output: vec!["z".into()],
+        name: Some("z".into()),
+        op_type: Some("Add".into()),
+        ..Default::default()
+    };
+    let typed_init = proto::TensorProto {
+        data_type: Some(7),
+        name: Some("t".into()),
+        int64_data: vec![1],
+        ..Default::default()
+    };
+    let raw_init = proto::TensorProto {
+        data_type: Some(7),
+        name: Some("r".into()),
+        raw_data: Some(2i64.to_le_bytes().to_vec().into()),
+        ..Default::default()
+    };
+    let cases: [(u32, Vec<u8>); 4] = [
+        (1, constant.encode_to_vec()),
+        (1, plain.encode_to_vec()),
+        (5, typed_init.encode_to_vec()),
+        (5, raw_init.encode_to_vec()),
+    ];
+    for (number, record) in cases {
+        let mut with_group = record.clone();
+        with_group.extend_from_slice(&GROUP);
+        // The chain, then one more graph field (protobuf merges them) with the record.
+        let mut bytes = chain(n).encode_to_vec();
+        bytes.extend(field(7, &field(number, &with_group)));
+        let model = decoded_bytes(bytes).expect("a file prost decodes loads");
+        let records = if number == 1 {
+            &model.records.nodes
+        } else {
+            &model.records.inits
+        };
+        assert_eq!(records.len(), n + 1);
+        assert_eq!(
+            records.last().map(|r| r.to_vec()),
+            Some(record),
+            "field {number}: the record is prost's, without the group"
+        );
+        // Without the group, the same record is kept as read (a slice of the file).
+        let mut bytes = chain(n).encode_to_vec();
+        bytes.extend(field(
+            7,
+            &field(number, &with_group[..with_group.len() - GROUP.len()]),
+        ));
+        let model = decoded_bytes(bytes.clone()).expect("loads");
+        let last = if number == 1 {
+            model.records.nodes.last()
+        } else {
+            model.records.inits.last()
+        };
+        let at = last.expect("a record").as_ptr() as usize;
+        let map = model.sources[0].map.as_ptr() as usize;
+        assert!(
+            at >= map && at < map + bytes.len(),
+            "field {number}: a slice of the file"
+        );
+    }
+}
+
+fn decoded_bytes(bytes: Vec<u8>) -> Result<OnnxModel> {
+    OnnxModel::decode(Path::new("chain.onnx"), Bytes::from(bytes), None)
+}
+
 #[test]
 fn file_contains_finds_a_needle_across_reads() {
     let dir = tempfile::tempdir().unwrap();
