@@ -123,9 +123,10 @@ pub struct Facts {
 const OUTPUT_SHAPE: u32 = u32::MAX;
 
 /// The result of [`slice::slice_dims`] without the decoded node.
+#[cfg(test)]
 pub(crate) type SliceDims = std::result::Result<Vec<Dim>, slice_node::DecodeError>;
 
-/// [`SliceDims`] as propagation keeps it: `Ok(None)` when the dims are the shape of the slice's
+/// What [`slice::slice_dims`] resolves, as propagation keeps it: `Ok(None)` when the dims are the shape of the slice's
 /// output fact (no dim unknown, so merging with what the file declares kept them), to keep
 /// one copy of them, not two.
 pub(crate) type SliceMemo = std::result::Result<Option<Vec<Dim>>, slice_node::DecodeError>;
@@ -146,16 +147,31 @@ impl Facts {
 
     /// Takes what propagation resolved for the slice node `node` (once: a second call gets
     /// `None`).
+    #[cfg(test)]
     pub(crate) fn take_slice_dims(&mut self, node: NodeIndex) -> Option<SliceDims> {
-        let at = std::mem::take(self.slice_at.get_mut(node.index())?);
-        if at == OUTPUT_SHAPE {
-            return self.outputs(node).first()?.shape.clone().map(Ok);
-        }
-        let memo = self.slices.get_mut((at as usize).checked_sub(1)?)?.take()?;
-        match memo {
-            Ok(Some(dims)) => Some(Ok(dims)),
+        match self.take_slice_memo(node)? {
             Ok(None) => self.outputs(node).first()?.shape.clone().map(Ok),
+            Ok(Some(dims)) => Some(Ok(dims)),
             Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// What propagation resolved for the slice node `node` (once: a second call gets `None`),
+    /// without copying dims the facts already hold: `Ok(None)` when
+    /// the slice's dims are its output fact's shape (read them with [`Facts::outputs`]).
+    pub(crate) fn take_slice_memo(&mut self, node: NodeIndex) -> Option<SliceMemo> {
+        let at = std::mem::take(self.slice_at.get_mut(node.index())?);
+        let memo = if at == OUTPUT_SHAPE {
+            Ok(None)
+        } else {
+            self.slices.get_mut((at as usize).checked_sub(1)?)?.take()?
+        };
+        match memo {
+            Ok(None) => {
+                self.outputs(node).first()?.shape.as_ref()?;
+                Some(Ok(None))
+            }
+            other => Some(other),
         }
     }
 
@@ -180,7 +196,7 @@ impl Facts {
     }
 
     /// Sets the facts of `node`'s outputs (a second call replaces the first).
-    /// Keeps what propagation resolved for the slice node `node`, for [`Facts::take_slice_dims`]
+    /// Keeps what propagation resolved for the slice node `node`, for [`Facts::take_slice_memo`]
     /// (dropped past 2^32 - 1 memos: `infer` then resolves the slice again).
     fn keep_slice_dims(&mut self, node: NodeIndex, memo: SliceMemo) {
         let at = match &memo {
@@ -225,8 +241,10 @@ pub(crate) struct Ctx<'a> {
     pub facts: &'a Facts,
     /// The facts of the inputs by port (`None`: the port is not connected).
     pub inputs: Vec<Option<&'a Fact>>,
-    /// Set by the slice rule: what [`slice::slice_dims`] gave (see [`Facts::take_slice_dims`]).
+    /// Set by the slice rule: what [`slice::slice_dims`] gave (see [`Facts::take_slice_memo`]).
     pub slice_dims: std::cell::RefCell<Option<SliceMemo>>,
+    /// The plans of the slices with constant parameters decoded so far in this propagation.
+    pub plans: &'a std::cell::RefCell<slice_node::PlanMemo>,
 }
 
 impl<'a> Ctx<'a> {
@@ -605,6 +623,7 @@ fn propagate_in(
         slices: Vec::with_capacity(graph.g.node_count()),
     };
     let inputs_carry = input_symbols(graph, seed);
+    let plans = std::cell::RefCell::new(slice_node::PlanMemo::default());
     for &ix in order {
         let node = graph.node(ix);
         match node.kind {
@@ -630,6 +649,7 @@ fn propagate_in(
                     facts: &facts,
                     inputs: input_facts(graph, &facts, ix),
                     slice_dims: Default::default(),
+                    plans: &plans,
                 };
                 let mut computed = if node.op_type == "Parameter" {
                     seed(ix).into_iter().collect()
