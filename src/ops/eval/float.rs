@@ -31,11 +31,17 @@ pub fn is_float(d: DType) -> bool {
 
 /// An element type this family computes in.
 trait Elem:
-    Copy + PartialOrd + std::fmt::Debug + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self>
+    'static
+    + Copy
+    + PartialOrd
+    + std::fmt::Debug
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
 {
     const W: usize;
     fn read(b: &[u8]) -> Self;
-    fn write(self, out: &mut Vec<u8>);
+    /// Writes the element into `out`, exactly [`Elem::W`] bytes.
+    fn write_to(self, out: &mut [u8]);
     fn bin(op: FBin, a: Self, b: Self) -> Option<Self>;
     fn un(op: FUn, a: Self) -> Self;
     fn from_f32(v: f32) -> Self;
@@ -80,8 +86,8 @@ macro_rules! elem {
                 a.copy_from_slice(&b[..$w]);
                 <$t>::from_le_bytes(a)
             }
-            fn write(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
+            fn write_to(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
             }
             fn bin(op: FBin, a: Self, b: Self) -> Option<Self> {
                 Some(match op {
@@ -132,6 +138,11 @@ elem!(f64, 8);
 
 /// The elements of `t` (of type `E`), checked against its shape.
 fn values<E: Elem>(t: &Tensor) -> Result<Vec<E>, EvalError> {
+    Ok(elements::<E>(t)?.collect())
+}
+
+/// The elements of `t` (of type `E`), checked against its shape, read in place.
+fn elements<E: Elem>(t: &Tensor) -> Result<impl ExactSizeIterator<Item = E> + '_, EvalError> {
     let raw = t
         .raw()
         .ok_or_else(|| EvalError::Unsupported("string tensors".into()))?;
@@ -140,13 +151,13 @@ fn values<E: Elem>(t: &Tensor) -> Result<Vec<E>, EvalError> {
         .get(..n.saturating_mul(E::W))
         .filter(|_| n.checked_mul(E::W).is_some())
         .ok_or_else(|| EvalError::Invalid("constant data shorter than its shape".into()))?;
-    Ok(bytes.chunks_exact(E::W).map(E::read).collect())
+    Ok(bytes.chunks_exact(E::W).map(E::read))
 }
 
 fn tensor<E: Elem>(dtype: DType, shape: Vec<u64>, v: &[E]) -> Tensor {
-    let mut buf = Vec::with_capacity(v.len() * E::W);
-    for x in v {
-        x.write(&mut buf);
+    let mut buf = vec![0u8; v.len() * E::W];
+    for (x, out) in v.iter().zip(buf.chunks_exact_mut(E::W)) {
+        x.write_to(out);
     }
     Tensor {
         dtype,
@@ -180,12 +191,15 @@ fn binary_in<E: Elem>(inputs: &[&Tensor], op: FBin, limit: u64) -> Result<Tensor
         EvalError::Unsupported(format!("{op:?} of {a:?} and {b:?} (NaN or signed zeros)"))
     };
     for t in &inputs[1..] {
-        let v = values::<E>(t)?;
         if t.shape == shape {
-            for (a, &b) in acc.iter_mut().zip(&v) {
+            // Read in place (no list of the elements: 100,000 folds of small tensors).
+            for (a, b) in acc.iter_mut().zip(elements::<E>(t)?) {
                 *a = E::bin(op, *a, b).ok_or_else(|| fail(*a, b))?;
             }
-        } else if let [b] = v[..] {
+            continue;
+        }
+        let v = values::<E>(t)?;
+        if let [b] = v[..] {
             for a in acc.iter_mut() {
                 *a = E::bin(op, *a, b).ok_or_else(|| fail(*a, b))?;
             }
