@@ -589,10 +589,16 @@ pub(crate) fn propagate_seeded_with(
 /// [`propagate_seeded`] along `order`, a topological order of `graph`.
 /// The facts of the inputs of `ix` by port ([`Graph::inputs`] read through `facts`), in one
 /// vector: the list of outlets is not built first (one allocation less per node).
-fn input_facts<'f>(graph: &Graph, facts: &'f Facts, ix: NodeIndex) -> Vec<Option<&'f Fact>> {
+fn input_facts<'f>(
+    graph: &Graph,
+    facts: &'f Facts,
+    ix: NodeIndex,
+    spare: Vec<Option<&Fact>>,
+) -> Vec<Option<&'f Fact>> {
     use petgraph::visit::EdgeRef;
     let n = graph.node(ix).num_inputs as usize;
-    let mut out = vec![None; n];
+    let mut out = recycle(spare);
+    out.resize(n, None);
     for e in graph.g.edges_directed(ix, petgraph::Direction::Incoming) {
         let p = e.weight().dst_port as usize;
         if let Some(slot) = out.get_mut(p) {
@@ -603,6 +609,14 @@ fn input_facts<'f>(graph: &Graph, facts: &'f Facts, ix: NodeIndex) -> Vec<Option
         }
     }
     out
+}
+
+/// `v` emptied, its allocation kept for references of another lifetime (a vector of input
+/// facts per node was an allocation per node).
+fn recycle<'a, 'b>(mut v: Vec<Option<&'a Fact>>) -> Vec<Option<&'b Fact>> {
+    v.clear();
+    // (Collected in place: same element layout, no element left.)
+    v.into_iter().map(|_| None).collect()
 }
 
 fn propagate_in(
@@ -624,6 +638,7 @@ fn propagate_in(
     };
     let inputs_carry = input_symbols(graph, seed);
     let plans = std::cell::RefCell::new(slice_node::PlanMemo::default());
+    let mut spare: Vec<Option<&Fact>> = Vec::new();
     for &ix in order {
         let node = graph.node(ix);
         match node.kind {
@@ -647,7 +662,7 @@ fn propagate_in(
                     format,
                     onnx_opset,
                     facts: &facts,
-                    inputs: input_facts(graph, &facts, ix),
+                    inputs: input_facts(graph, &facts, ix, std::mem::take(&mut spare)),
                     slice_dims: Default::default(),
                     plans: &plans,
                 };
@@ -658,6 +673,7 @@ fn propagate_in(
                 } else {
                     rule(&cx)
                 };
+                spare = recycle(cx.inputs);
                 if let Some(r) = cx.slice_dims.into_inner() {
                     facts.keep_slice_dims(ix, r);
                 }

@@ -377,8 +377,16 @@ type Decoded = Result<(SlicePlan, Provenance), DecodeError>;
 /// constants).
 #[derive(Default)]
 pub(crate) struct PlanMemo {
-    plans: crate::ir::FastMap<PlanKey, MemoEntry>,
+    /// Where each key's entry is in `entries`.
+    at: crate::ir::FastMap<PlanKey, u32>,
+    entries: Vec<MemoEntry>,
+    /// The last keys looked up and their entries, newest first: compared before hashing (a
+    /// lookup in `at` cost 150 instructions; slices mostly repeat a handful of keys).
+    recent: [Option<(PlanKey, u32)>; RECENT],
 }
+
+/// How many keys [`PlanMemo::recent`] keeps.
+const RECENT: usize = 4;
 
 /// One plan of a [`PlanMemo`], and the output dims resolved from it so far.
 pub(crate) struct MemoEntry {
@@ -423,6 +431,39 @@ impl PlanMemo {
         }
         Some((code, rank as u64, params))
     }
+
+    /// The entry of `key`, made by `decode` on first sight.
+    fn entry(&mut self, key: PlanKey, decode: impl FnOnce() -> Decoded) -> &mut MemoEntry {
+        let found = self
+            .recent
+            .iter()
+            .position(|r| r.as_ref().is_some_and(|(k, _)| *k == key));
+        let at = match found {
+            Some(0) => self.recent[0].map_or(0, |(_, at)| at),
+            Some(p) => {
+                self.recent[..=p].rotate_right(1);
+                self.recent[0].map_or(0, |(_, at)| at)
+            }
+            None => {
+                let at = match self.at.get(&key) {
+                    Some(&at) => at,
+                    None => {
+                        let at = crate::ir::to_u32(self.entries.len());
+                        self.entries.push(MemoEntry {
+                            decoded: decode(),
+                            resolved: Vec::new(),
+                        });
+                        self.at.insert(key, at);
+                        at
+                    }
+                };
+                self.recent.rotate_right(1);
+                self.recent[0] = Some((key, at));
+                at
+            }
+        };
+        &mut self.entries[at as usize]
+    }
 }
 
 /// A slice decoded through a [`PlanMemo`]: its data input and the memo's entry when its
@@ -453,10 +494,7 @@ pub(crate) fn look_up<'m>(
     Ok(match PlanMemo::key(graph, op, rank, &inputs) {
         Some(key) => Looked::Entry(
             data,
-            memo.plans.entry(key).or_insert_with(|| MemoEntry {
-                decoded: decode_plan(graph, node, op, facts, &inputs, rank),
-                resolved: Vec::new(),
-            }),
+            memo.entry(key, || decode_plan(graph, node, op, facts, &inputs, rank)),
         ),
         None => {
             let (plan, provenance) = decode_plan(graph, node, op, facts, &inputs, rank)?;
