@@ -590,10 +590,11 @@ fn evaluate_early(
         .enumerate()
         .filter(|&(_, &ix)| {
             graph.g.node_weight(ix).is_some_and(|n| {
+                // (The op first: walking the inputs costs more.)
                 n.kind == NodeKind::Op
                     && n.num_inputs > 0
-                    && all_inputs_constant(graph, ix)
                     && slice_node::classify(graph, ix, format, opset).is_some()
+                    && all_inputs_constant(graph, ix)
             })
         })
         .map(|(at, _)| at)

@@ -206,6 +206,13 @@ fn one_forces_one(a: &Dim, b: &Dim) -> bool {
 
 /// Numpy broadcast of shapes (aligned on the right).
 pub(crate) fn broadcast(shapes: &[&[Dim]]) -> Vec<Dim> {
+    // Equal shapes broadcast to that shape (each dim against itself is itself, known, symbolic
+    // or unknown): copied, not merged dim by dim (the commonest case, on every Add of a graph).
+    if let [first, rest @ ..] = shapes {
+        if rest.iter().all(|s| s == first) {
+            return first.to_vec();
+        }
+    }
     let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
     (0..rank)
         .map(|i| {

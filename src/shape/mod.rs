@@ -90,6 +90,11 @@ impl Fact {
 
     /// Sets `value` (dropped when it is too long or does not match the shape's element count).
     fn with_value(mut self, value: Option<Vec<Dim>>) -> Fact {
+        if value.is_none() {
+            // (Most facts: no element count to compute.)
+            self.value = None;
+            return self;
+        }
         let count = self
             .shape
             .as_ref()

@@ -380,9 +380,11 @@ pub(crate) struct PlanMemo {
     /// Where each key's entry is in `entries`.
     at: crate::ir::FastMap<PlanKey, u32>,
     entries: Vec<MemoEntry>,
-    /// The last keys looked up and their entries, newest first: compared before hashing (a
-    /// lookup in `at` cost 150 instructions; slices mostly repeat a handful of keys).
+    /// Keys looked up lately and their entries: compared before hashing (a lookup in `at`
+    /// cost 150 instructions; slices mostly repeat a handful of keys). Replaced in turn.
     recent: [Option<(PlanKey, u32)>; RECENT],
+    /// The slot of `recent` the next key missed there replaces.
+    next: usize,
 }
 
 /// How many keys [`PlanMemo::recent`] keeps.
@@ -434,34 +436,24 @@ impl PlanMemo {
 
     /// The entry of `key`, made by `decode` on first sight.
     fn entry(&mut self, key: PlanKey, decode: impl FnOnce() -> Decoded) -> &mut MemoEntry {
-        let found = self
-            .recent
-            .iter()
-            .position(|r| r.as_ref().is_some_and(|(k, _)| *k == key));
-        let at = match found {
-            Some(0) => self.recent[0].map_or(0, |(_, at)| at),
-            Some(p) => {
-                self.recent[..=p].rotate_right(1);
-                self.recent[0].map_or(0, |(_, at)| at)
-            }
+        if let Some((_, at)) = self.recent.iter().flatten().find(|(k, _)| *k == key) {
+            let at = *at as usize;
+            return &mut self.entries[at];
+        }
+        let at = match self.at.get(&key) {
+            Some(&at) => at,
             None => {
-                let at = match self.at.get(&key) {
-                    Some(&at) => at,
-                    None => {
-                        let at = crate::ir::to_u32(self.entries.len());
-                        self.entries.push(MemoEntry {
-                            decoded: decode(),
-                            resolved: Vec::new(),
-                        });
-                        self.at.insert(key, at);
-                        at
-                    }
-                };
-                self.recent.rotate_right(1);
-                self.recent[0] = Some((key, at));
+                let at = crate::ir::to_u32(self.entries.len());
+                self.entries.push(MemoEntry {
+                    decoded: decode(),
+                    resolved: Vec::new(),
+                });
+                self.at.insert(key, at);
                 at
             }
         };
+        self.recent[self.next] = Some((key, at));
+        self.next = (self.next + 1) % RECENT;
         &mut self.entries[at as usize]
     }
 }
