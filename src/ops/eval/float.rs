@@ -89,6 +89,7 @@ macro_rules! elem {
             fn write_to(self, out: &mut [u8]) {
                 out.copy_from_slice(&self.to_le_bytes());
             }
+            #[inline(always)]
             fn bin(op: FBin, a: Self, b: Self) -> Option<Self> {
                 Some(match op {
                     FBin::Add => a + b,
@@ -193,9 +194,7 @@ fn binary_in<E: Elem>(inputs: &[&Tensor], op: FBin, limit: u64) -> Result<Tensor
     for t in &inputs[1..] {
         if t.shape == shape {
             // Read in place (no list of the elements: 100,000 folds of small tensors).
-            for (a, b) in acc.iter_mut().zip(elements::<E>(t)?) {
-                *a = E::bin(op, *a, b).ok_or_else(|| fail(*a, b))?;
-            }
+            zip_bin(&mut acc, elements::<E>(t)?, op, &fail)?;
             continue;
         }
         let v = values::<E>(t)?;
@@ -211,6 +210,36 @@ fn binary_in<E: Elem>(inputs: &[&Tensor], op: FBin, limit: u64) -> Result<Tensor
         }
     }
     Ok(tensor(first.dtype, shape, &acc))
+}
+
+/// `acc[i] = op(acc[i], b_i)` for the elements `b_i` of `other`, the operation chosen once for
+/// the loop (not matched per element); `fail` says why an element pair is refused.
+fn zip_bin<E: Elem>(
+    acc: &mut [E],
+    other: impl Iterator<Item = E>,
+    op: FBin,
+    fail: &impl Fn(E, E) -> EvalError,
+) -> Result<(), EvalError> {
+    #[inline(always)]
+    fn each<E: Elem>(
+        acc: &mut [E],
+        other: impl Iterator<Item = E>,
+        f: impl Fn(E, E) -> Option<E>,
+        fail: &impl Fn(E, E) -> EvalError,
+    ) -> Result<(), EvalError> {
+        for (a, b) in acc.iter_mut().zip(other) {
+            *a = f(*a, b).ok_or_else(|| fail(*a, b))?;
+        }
+        Ok(())
+    }
+    match op {
+        FBin::Add => each(acc, other, |a, b| E::bin(FBin::Add, a, b), fail),
+        FBin::Sub => each(acc, other, |a, b| E::bin(FBin::Sub, a, b), fail),
+        FBin::Mul => each(acc, other, |a, b| E::bin(FBin::Mul, a, b), fail),
+        FBin::Div => each(acc, other, |a, b| E::bin(FBin::Div, a, b), fail),
+        FBin::Max => each(acc, other, |a, b| E::bin(FBin::Max, a, b), fail),
+        FBin::Min => each(acc, other, |a, b| E::bin(FBin::Min, a, b), fail),
+    }
 }
 
 /// `op` over `inputs` (one float type), numpy broadcasting, left to right (`Min`/`Max` take any
