@@ -302,5 +302,7 @@ pub(crate) fn run_open(
             }
         }
     }
+    // Every slice's memo was taken above; the index of them is not needed after.
+    facts.forget_slice_memos();
     Ok((open, facts, order))
 }

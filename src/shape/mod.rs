@@ -180,6 +180,13 @@ impl Facts {
         }
     }
 
+    /// Drops what propagation kept for [`Facts::take_slice_memo`] (once `infer` has taken
+    /// it: 4 bytes a node, held through `fold` otherwise).
+    pub(crate) fn forget_slice_memos(&mut self) {
+        self.slice_at = Vec::new();
+        self.slices = Vec::new();
+    }
+
     /// The facts of every output of `node`.
     pub fn outputs(&self, node: NodeIndex) -> &[Fact] {
         self.span
