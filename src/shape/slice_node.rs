@@ -369,26 +369,24 @@ type PlanKey = (u64, u64, [u64; MAX_INPUTS - 1]);
 /// A decoded plan with its provenance, or why it could not be decoded.
 type Decoded = Result<(SlicePlan, Provenance), DecodeError>;
 
-/// The plans decoded so far for slices whose parameters are constants, by [`PlanKey`]: graphs
+/// The plans decoded lately for slices whose parameters are constants, by [`PlanKey`]: graphs
 /// slice with the same few constant lists over and over (100,000 slices of wide_sym_100k read
 /// four pairs of lists), and decoding one again cost about 2,000 instructions where a lookup
-/// costs a tenth of that. Valid while no constant the keys name changes (a pass that only turns
+/// costs a tenth of that. A few plans only ([`SLOTS`], replaced in turn): a graph whose slices
+/// each read their own constants (nodes_100k) has nothing to reuse, and keeping every plan
+/// cost 60 MB there. Valid while no constant the keys name changes (a pass that only turns
 /// ops into constants, as `fold` does, keeps it valid: a key names only outlets that were
 /// constants).
 #[derive(Default)]
 pub(crate) struct PlanMemo {
-    /// Where each key's entry is in `entries`.
-    at: crate::ir::FastMap<PlanKey, u32>,
-    entries: Vec<MemoEntry>,
-    /// Keys looked up lately and their entries: compared before hashing (a lookup in `at`
-    /// cost 150 instructions; slices mostly repeat a handful of keys). Replaced in turn.
-    recent: [Option<(PlanKey, u32)>; RECENT],
-    /// The slot of `recent` the next key missed there replaces.
+    /// At most [`SLOTS`].
+    slots: Vec<(PlanKey, MemoEntry)>,
+    /// The slot the next key not found replaces once all are taken.
     next: usize,
 }
 
-/// How many keys [`PlanMemo::recent`] keeps.
-const RECENT: usize = 4;
+/// How many plans a [`PlanMemo`] keeps.
+const SLOTS: usize = 8;
 
 /// One plan of a [`PlanMemo`], and the output dims resolved from it so far.
 pub(crate) struct MemoEntry {
@@ -434,27 +432,27 @@ impl PlanMemo {
         Some((code, rank as u64, params))
     }
 
-    /// The entry of `key`, made by `decode` on first sight.
+    /// The entry of `key`, made by `decode` when it is not kept.
     fn entry(&mut self, key: PlanKey, decode: impl FnOnce() -> Decoded) -> &mut MemoEntry {
-        if let Some((_, at)) = self.recent.iter().flatten().find(|(k, _)| *k == key) {
-            let at = *at as usize;
-            return &mut self.entries[at];
-        }
-        let at = match self.at.get(&key) {
-            Some(&at) => at,
+        let at = match self.slots.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
             None => {
-                let at = crate::ir::to_u32(self.entries.len());
-                self.entries.push(MemoEntry {
+                let entry = MemoEntry {
                     decoded: decode(),
                     resolved: Vec::new(),
-                });
-                self.at.insert(key, at);
-                at
+                };
+                if self.slots.len() < SLOTS {
+                    self.slots.push((key, entry));
+                    self.slots.len() - 1
+                } else {
+                    let at = self.next;
+                    self.next = (self.next + 1) % SLOTS;
+                    self.slots[at] = (key, entry);
+                    at
+                }
             }
         };
-        self.recent[self.next] = Some((key, at));
-        self.next = (self.next + 1) % RECENT;
-        &mut self.entries[at as usize]
+        &mut self.slots[at].1
     }
 }
 
