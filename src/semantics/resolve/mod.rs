@@ -243,7 +243,7 @@ fn floor_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
     if vl.is_some_and(|l| l >= 0) || vh.is_some_and(|h| h < 0) {
         return norm_clamp(v, d, lo, hi);
     }
-    let Some(size) = d.as_known().filter(|&n| n >= 1 && n <= i64::MAX / 2) else {
+    let Some(size) = d.as_known().filter(|n| (1..=i64::MAX / 2).contains(n)) else {
         return indicator_clamp(v, d, lo, hi);
     };
     let lo_ok = lo.is_none_or(|l| matches!(l.as_known(), Some(0 | -1)));
