@@ -625,7 +625,7 @@ fn input_facts<'f>(
 
 /// `v` emptied, its allocation kept for references of another lifetime (a vector of input
 /// facts per node was an allocation per node).
-fn recycle<'a, 'b>(mut v: Vec<Option<&'a Fact>>) -> Vec<Option<&'b Fact>> {
+fn recycle<'b>(mut v: Vec<Option<&Fact>>) -> Vec<Option<&'b Fact>> {
     v.clear();
     // (Collected in place: same element layout, no element left.)
     v.into_iter().map(|_| None).collect()

@@ -388,13 +388,16 @@ pub(crate) struct PlanMemo {
 /// How many plans a [`PlanMemo`] keeps.
 const SLOTS: usize = 8;
 
+/// Output dims resolved from a plan, or why there are none.
+pub(crate) type Resolved = Result<Vec<Dim>, DecodeError>;
+
 /// One plan of a [`PlanMemo`], and the output dims resolved from it so far.
 pub(crate) struct MemoEntry {
     /// The plan, or why there is none.
     pub(crate) decoded: Decoded,
     /// Input dims and the output dims [`crate::shape::slice::slice_dims`] resolves from them
     /// (at most [`MemoEntry::RESOLVED`]; a constant plan's only).
-    pub(crate) resolved: Vec<(Vec<Dim>, Result<Vec<Dim>, DecodeError>)>,
+    pub(crate) resolved: Vec<(Vec<Dim>, Resolved)>,
 }
 
 impl MemoEntry {
