@@ -279,7 +279,7 @@ impl Pipeline {
                     let folded = crate::passes::fold::run_listing(
                         model,
                         self.fold_limit,
-                        facts.take().as_ref(),
+                        facts.take(),
                         order.take(),
                         &mut pr,
                     )?;

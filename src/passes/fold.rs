@@ -81,12 +81,15 @@ fn known_shape(graph: &Graph, ix: NodeIndex) -> Option<Vec<u64>> {
 
 /// Computes the constant value of node `ix`, if it folds. `opset`: the model's
 /// [`Model::onnx_opset`], read once by the caller (it searches the opset imports, and this
-/// runs on every node: 6 % of a fold of wide_sym_100k).
+/// runs on every node: 6 % of a fold of wide_sym_100k). `plans`: the plans of the slices with
+/// constant parameters decoded so far in this run (valid as long as the pass only turns ops
+/// into constants: see [`slice_node::PlanMemo`]).
 fn evaluate(
     model: &Model,
     ix: NodeIndex,
     limit: u64,
     opset: i64,
+    plans: &mut slice_node::PlanMemo,
 ) -> std::result::Result<Tensor, NoFold> {
     let graph = model.graph();
     let n = graph.node(ix);
@@ -102,7 +105,7 @@ fn evaluate(
         if !all_inputs_constant(graph, ix) {
             return Err(NoFold::Silent);
         }
-        let sn = match slice_node::decode(graph, ix, op) {
+        let sn = match slice_node::decode_memo(graph, ix, op, None, Some(plans)) {
             Ok(sn) => sn,
             Err(DecodeError::Unknown(_)) => return Err(NoFold::Silent),
             Err(DecodeError::Invalid(source)) => {
@@ -600,8 +603,8 @@ fn evaluate_early(
     }
     let out = ready
         .into_par_iter()
-        .map(|at| {
-            let outcome = evaluate(model, order[at], limit, opset)
+        .map_init(slice_node::PlanMemo::default, |plans, at| {
+            let outcome = evaluate(model, order[at], limit, opset, plans)
                 .map(Box::new)
                 .map_err(Box::new);
             (crate::ir::to_u32(at), outcome)
@@ -632,11 +635,12 @@ pub fn run(model: &mut Model, limit: u64, report: &mut PassReport) -> Result<()>
 /// index). `facts`: those of an `infer` run on the graph as it is (the pipeline's), from which
 /// a value the inference knows folds on a symbolic graph too; without them, `fold` propagates
 /// its own only on a graph whose inputs are pinned. `order`: a topological order of the graph
-/// as it is (that `infer` run's), else sorted here.
+/// as it is (that `infer` run's), else sorted here. The facts are dropped on rayon's pool once
+/// the walk is done (dropping them took 32M instructions on wide_sym_100k's main thread).
 pub(crate) fn run_listing(
     model: &mut Model,
     limit: u64,
-    facts: Option<&crate::shape::Facts>,
+    facts: Option<crate::shape::Facts>,
     order: Option<Vec<NodeIndex>>,
     report: &mut PassReport,
 ) -> Result<Vec<NodeIndex>> {
@@ -648,7 +652,7 @@ pub(crate) fn run_listing(
 fn run_listing_early(
     model: &mut Model,
     limit: u64,
-    facts: Option<&crate::shape::Facts>,
+    facts: Option<crate::shape::Facts>,
     order: Option<Vec<NodeIndex>>,
     report: &mut PassReport,
     early_min: usize,
@@ -671,7 +675,7 @@ fn run_listing_early(
     // Shape facts (issue 43: a value the inference knows as constant folds even when its
     // inputs are not constants): the pipeline's, else computed the first time a node of the
     // table does not evaluate, on a pinned graph only (see `FactsSource`).
-    let mut source = match facts {
+    let mut source = match &facts {
         Some(f) => FactsSource::Given(f),
         None => FactsSource::Own(None),
     };
@@ -681,6 +685,7 @@ fn run_listing_early(
     let mut wraps = Wraps::default();
     let mut since_release = 0usize;
     let mut split = Split::new();
+    let mut plans = slice_node::PlanMemo::default();
     let mut early = evaluate_early(model, &order, limit, opset, early_min)
         .into_iter()
         .peekable();
@@ -694,6 +699,9 @@ fn run_listing_early(
             wraps.visit(model.graph(), f, ix);
             if let Some(values) = reshape_target(model.graph(), f, &wraps, ix) {
                 retarget_reshape(model.graph_mut(), format, ix, &values, report);
+                // (A node added to the graph may take the index of one removed before: the
+                // plans are decoded afresh.)
+                plans = slice_node::PlanMemo::default();
             }
         }
         let early_here = early.next_if(|(p, _)| *p as usize == at);
@@ -717,7 +725,7 @@ fn run_listing_early(
         } else {
             match early_here {
                 Some((_, o)) => o.map_err(|e| *e),
-                None => evaluate(model, ix, limit, opset).map(Box::new),
+                None => evaluate(model, ix, limit, opset, &mut plans).map(Box::new),
             }
         };
         if let (false, Err(NoFold::Skip(why))) = (split_input, &outcome) {
@@ -785,6 +793,11 @@ fn run_listing_early(
                 return Err(e);
             }
         }
+    }
+    drop(source);
+    // (Before the edges are removed, the peak of the run: the facts are not needed there.)
+    if let Some(facts) = facts {
+        rayon::spawn(move || drop(facts));
     }
     model.graph_mut().flush_detached();
     model.graph_mut().remove_edges(dead_inputs);

@@ -104,36 +104,64 @@ fn typed(
     resolved: std::result::Result<(crate::ir::OutletId, Vec<semantics::Dim>), DecodeError>,
     declare: &mut Declare,
 ) -> Inferred {
-    let graph = model.graph();
     let (data, out) = resolved?;
+    Ok((type_of(model, facts, data, &out, declare), out))
+}
+
+/// The type a slice node whose data input is `data` declares for output dims `out`.
+fn type_of(
+    model: &Model,
+    facts: &shape::Facts,
+    data: crate::ir::OutletId,
+    out: &[semantics::Dim],
+    declare: &mut Declare,
+) -> ValueType {
+    let graph = model.graph();
     let dtype = graph
         .constant_at(data)
         .map(|t| t.dtype)
         .or_else(|| graph.value(data).and_then(|v| v.ty.dtype))
         .or(facts.get(data).dtype);
-    let ty = ValueType {
+    ValueType {
         dtype,
-        shape: Some(declare.shape(&out)),
-    };
-    Ok((ty, out))
+        shape: Some(declare.shape(out)),
+    }
 }
 
-/// [`infer_node_with`], taking what propagation already resolved for `ix` when it did.
-fn infer_node_cached(
+/// [`Inferred`] with the dims borrowed from the facts where they are a fact's shape.
+type InferredRef<'f> =
+    std::result::Result<(ValueType, std::borrow::Cow<'f, [semantics::Dim]>), DecodeError>;
+
+/// [`infer_node_with`], taking what propagation already resolved for `ix` when it did
+/// (`cached`, from [`shape::Facts::take_slice_memo`]).
+fn infer_node_cached<'f>(
     model: &Model,
-    facts: &mut shape::Facts,
+    facts: &'f shape::Facts,
     ix: petgraph::stable_graph::NodeIndex,
     declare: &mut Declare,
     op: Option<slice_node::SliceOp>,
-) -> Option<Inferred> {
+    cached: Option<shape::SliceMemo>,
+) -> Option<InferredRef<'f>> {
+    use std::borrow::Cow;
     let graph = model.graph();
-    // Only slice nodes have something to take (no lookup for the others).
     op?;
-    let cached = facts.take_slice_dims(ix);
     match (cached, graph.input(ix, 0)) {
-        (Some(Ok(out)), Some(data)) => Some(typed(model, facts, Ok((data, out)), declare)),
+        (Some(Ok(dims)), Some(data)) => {
+            // `None`: the dims are the output fact's shape (borrowed, not copied).
+            let out = match dims {
+                Some(d) => Cow::Owned(d),
+                None => Cow::Borrowed(
+                    facts
+                        .outputs(ix)
+                        .first()
+                        .and_then(|f| f.shape.as_deref())
+                        .unwrap_or_default(),
+                ),
+            };
+            Some(Ok((type_of(model, facts, data, &out, declare), out)))
+        }
         (Some(Err(e)), _) => Some(Err(e)),
-        _ => infer_node_with(model, facts, ix),
+        _ => infer_node_with(model, facts, ix).map(|r| r.map(|(t, d)| (t, Cow::Owned(d)))),
     }
 }
 
@@ -197,7 +225,9 @@ pub(crate) fn run_open(
     for &ix in &order {
         // Classified once per node (the model's opset is read from its imports each time).
         let op = slice_node::classify(model.graph(), ix, model.format(), opset);
-        let Some(result) = infer_node_cached(model, &mut facts, ix, &mut declare, op) else {
+        // Only slice nodes have something to take (no lookup for the others).
+        let cached = op.and_then(|_| facts.take_slice_memo(ix));
+        let Some(result) = infer_node_cached(model, &facts, ix, &mut declare, op, cached) else {
             note_facts(model, &facts, ix, &mut declare);
             continue;
         };
@@ -272,5 +302,7 @@ pub(crate) fn run_open(
             }
         }
     }
+    // Every slice's memo was taken above; the index of them is not needed after.
+    facts.forget_slice_memos();
     Ok((open, facts, order))
 }

@@ -7,147 +7,162 @@ use super::{Ctx, Fact};
 use crate::ir::DType;
 use crate::semantics::Dim;
 
-const UNARY: &[&str] = &[
-    "Identity",
-    "Relu",
-    "Sigmoid",
-    "Tanh",
-    "Exp",
-    "Log",
-    "Neg",
-    "Negative",
-    "Abs",
-    "Sqrt",
-    "Softmax",
-    "LogSoftmax",
-    "Erf",
-    "Not",
-    "LogicalNot",
-    "Floor",
-    "Ceil",
-    "Ceiling",
-    "Round",
-    "Reciprocal",
-    "Gelu",
-    "LeakyRelu",
-    "PRelu",
-    "Elu",
-    "Selu",
-    "Celu",
-    "HardSigmoid",
-    "HardSwish",
-    "Clip",
-    "Clamp",
-    "Sign",
-    "Sin",
-    "Cos",
-    "Tan",
-    "Asin",
-    "Acos",
-    "Atan",
-    "Sinh",
-    "Cosh",
-    "Asinh",
-    "Acosh",
-    "Atanh",
-    "IsNaN",
-    "IsInf",
-    "Swish",
-    "HSwish",
-    "HSigmoid",
-    "Mish",
-    "SoftPlus",
-    "Softplus",
-    "Softsign",
-    "SoftSign",
-    "ThresholdedRelu",
-    "Shrink",
-    "Cast",
-    "CastLike",
-    "Convert",
-    "ConvertLike",
-    "QuantizeLinear",
-    "DequantizeLinear",
-    "FakeQuantize",
-    "BatchNormalization",
-    "BatchNormInference",
-    "InstanceNormalization",
-    "LpNormalization",
-    "MVN",
-    "MeanVarianceNormalization",
-    "NormalizeL2",
-    "LRN",
-    "SoftMax",
-    "LogSoftMax",
-    "Trilu",
-    "CumSum",
-    "Hardmax",
-    "Bernoulli",
-    "RandomNormalLike",
-    "RandomUniformLike",
-    // The data's shape (the sequence lengths only say what is reversed).
-    "ReverseSequence",
-    "Reverse",
-];
+/// The ops whose output has the shape of input 0 (unary elementwise ops, and ops that keep the
+/// data's shape).
+fn is_unary(op: &str) -> bool {
+    // A `match`, not a list searched (`contains` compared "Add" with a dozen names first, on
+    // every node of a graph).
+    matches!(
+        op,
+        "Identity"
+        | "Relu"
+        | "Sigmoid"
+        | "Tanh"
+        | "Exp"
+        | "Log"
+        | "Neg"
+        | "Negative"
+        | "Abs"
+        | "Sqrt"
+        | "Softmax"
+        | "LogSoftmax"
+        | "Erf"
+        | "Not"
+        | "LogicalNot"
+        | "Floor"
+        | "Ceil"
+        | "Ceiling"
+        | "Round"
+        | "Reciprocal"
+        | "Gelu"
+        | "LeakyRelu"
+        | "PRelu"
+        | "Elu"
+        | "Selu"
+        | "Celu"
+        | "HardSigmoid"
+        | "HardSwish"
+        | "Clip"
+        | "Clamp"
+        | "Sign"
+        | "Sin"
+        | "Cos"
+        | "Tan"
+        | "Asin"
+        | "Acos"
+        | "Atan"
+        | "Sinh"
+        | "Cosh"
+        | "Asinh"
+        | "Acosh"
+        | "Atanh"
+        | "IsNaN"
+        | "IsInf"
+        | "Swish"
+        | "HSwish"
+        | "HSigmoid"
+        | "Mish"
+        | "SoftPlus"
+        | "Softplus"
+        | "Softsign"
+        | "SoftSign"
+        | "ThresholdedRelu"
+        | "Shrink"
+        | "Cast"
+        | "CastLike"
+        | "Convert"
+        | "ConvertLike"
+        | "QuantizeLinear"
+        | "DequantizeLinear"
+        | "FakeQuantize"
+        | "BatchNormalization"
+        | "BatchNormInference"
+        | "InstanceNormalization"
+        | "LpNormalization"
+        | "MVN"
+        | "MeanVarianceNormalization"
+        | "NormalizeL2"
+        | "LRN"
+        | "SoftMax"
+        | "LogSoftMax"
+        | "Trilu"
+        | "CumSum"
+        | "Hardmax"
+        | "Bernoulli"
+        | "RandomNormalLike"
+        | "RandomUniformLike"
+        // The data's shape (the sequence lengths only say what is reversed).
+        | "ReverseSequence"
+        | "Reverse"
+    )
+}
 
-const BOOL_OUT: &[&str] = &[
-    "Equal",
-    "Less",
-    "Greater",
-    "LessOrEqual",
-    "GreaterOrEqual",
-    "And",
-    "Or",
-    "Xor",
-    "Not",
-    "IsNaN",
-    "IsInf",
-    "NotEqual",
-    "LogicalAnd",
-    "LogicalOr",
-    "LogicalXor",
-    "LogicalNot",
-];
+/// The elementwise ops whose output is boolean.
+fn is_bool_out(op: &str) -> bool {
+    matches!(
+        op,
+        "Equal"
+            | "Less"
+            | "Greater"
+            | "LessOrEqual"
+            | "GreaterOrEqual"
+            | "And"
+            | "Or"
+            | "Xor"
+            | "Not"
+            | "IsNaN"
+            | "IsInf"
+            | "NotEqual"
+            | "LogicalAnd"
+            | "LogicalOr"
+            | "LogicalXor"
+            | "LogicalNot"
+    )
+}
 
-const BINARY: &[&str] = &[
-    "Add",
-    "Sub",
-    "Mul",
-    "Div",
-    "Pow",
-    "Equal",
-    "Less",
-    "Greater",
-    "LessOrEqual",
-    "GreaterOrEqual",
-    "And",
-    "Or",
-    "Xor",
-    "Max",
-    "Min",
-    "Mean",
-    "Sum",
-    "Mod",
-    "FloorMod",
-    "BitShift",
-    "BitwiseAnd",
-    "BitwiseOr",
-    "BitwiseXor",
-    "Multiply",
-    "Subtract",
-    "Divide",
-    "Maximum",
-    "Minimum",
-    "Power",
-    "SquaredDifference",
-    "LogicalAnd",
-    "LogicalOr",
-    "LogicalXor",
-    "NotEqual",
-    "PRelu",
-    "Where",
-    "Select",
-];
+/// The ops that broadcast their inputs' shapes (numpy rules).
+fn is_binary(op: &str) -> bool {
+    matches!(
+        op,
+        "Add"
+            | "Sub"
+            | "Mul"
+            | "Div"
+            | "Pow"
+            | "Equal"
+            | "Less"
+            | "Greater"
+            | "LessOrEqual"
+            | "GreaterOrEqual"
+            | "And"
+            | "Or"
+            | "Xor"
+            | "Max"
+            | "Min"
+            | "Mean"
+            | "Sum"
+            | "Mod"
+            | "FloorMod"
+            | "BitShift"
+            | "BitwiseAnd"
+            | "BitwiseOr"
+            | "BitwiseXor"
+            | "Multiply"
+            | "Subtract"
+            | "Divide"
+            | "Maximum"
+            | "Minimum"
+            | "Power"
+            | "SquaredDifference"
+            | "LogicalAnd"
+            | "LogicalOr"
+            | "LogicalXor"
+            | "NotEqual"
+            | "PRelu"
+            | "Where"
+            | "Select"
+    )
+}
 
 /// One broadcast dim of two (numpy rules, for inputs the runtime accepts): a 1 takes the other;
 /// a known value other than 1 wins over a symbol (the symbol is then that value or 1); equal dims
@@ -191,6 +206,13 @@ fn one_forces_one(a: &Dim, b: &Dim) -> bool {
 
 /// Numpy broadcast of shapes (aligned on the right).
 pub(crate) fn broadcast(shapes: &[&[Dim]]) -> Vec<Dim> {
+    // Equal shapes broadcast to that shape (each dim against itself is itself, known, symbolic
+    // or unknown): copied, not merged dim by dim (the commonest case, on every Add of a graph).
+    if let [first, rest @ ..] = shapes {
+        if rest.iter().all(|s| s == first) {
+            return first.to_vec();
+        }
+    }
     let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
     (0..rank)
         .map(|i| {
@@ -384,10 +406,10 @@ fn unary_value(op: &str, v: &[Dim], in_type: Option<DType>) -> Option<Vec<Dim>> 
 
 /// The rule for elementwise ops.
 pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
-    if UNARY.contains(&op) {
+    if is_unary(op) {
         let inp = cx.input(0);
         let dtype = match op {
-            _ if BOOL_OUT.contains(&op) => Some(DType::Bool),
+            _ if is_bool_out(op) => Some(DType::Bool),
             "Cast" => cx
                 .attr_int("to")
                 .and_then(|c| i32::try_from(c).ok())
@@ -434,13 +456,13 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
             },
         ]);
     }
-    if !BINARY.contains(&op) {
+    if !is_binary(op) {
         return None;
     }
     let n = cx.node.num_inputs as usize;
     let shapes: Option<Vec<&[Dim]>> = (0..n).map(|p| cx.shape(p)).collect();
     let shape = shapes.map(|s| broadcast(&s));
-    let dtype = if BOOL_OUT.contains(&op) {
+    let dtype = if is_bool_out(op) {
         Some(DType::Bool)
     } else if op == "Where" || op == "Select" {
         cx.dtype(1)
@@ -450,7 +472,7 @@ pub(crate) fn rule(op: &str, cx: &Ctx) -> Option<Vec<Fact>> {
     let value = match (&shape, n) {
         (Some(s), 3) if matches!(op, "Where" | "Select") => where_value(cx, s),
         (Some(s), 2) if dtype.is_some_and(DType::is_index_type) => value_op(op, cx, s),
-        (Some(s), 2) if BOOL_OUT.contains(&op) => value_op(op, cx, s),
+        (Some(s), 2) if is_bool_out(op) => value_op(op, cx, s),
         _ => None,
     };
     Some(vec![Fact {

@@ -90,6 +90,11 @@ impl Fact {
 
     /// Sets `value` (dropped when it is too long or does not match the shape's element count).
     fn with_value(mut self, value: Option<Vec<Dim>>) -> Fact {
+        if value.is_none() {
+            // (Most facts: no element count to compute.)
+            self.value = None;
+            return self;
+        }
         let count = self
             .shape
             .as_ref()
@@ -123,9 +128,10 @@ pub struct Facts {
 const OUTPUT_SHAPE: u32 = u32::MAX;
 
 /// The result of [`slice::slice_dims`] without the decoded node.
+#[cfg(test)]
 pub(crate) type SliceDims = std::result::Result<Vec<Dim>, slice_node::DecodeError>;
 
-/// [`SliceDims`] as propagation keeps it: `Ok(None)` when the dims are the shape of the slice's
+/// What [`slice::slice_dims`] resolves, as propagation keeps it: `Ok(None)` when the dims are the shape of the slice's
 /// output fact (no dim unknown, so merging with what the file declares kept them), to keep
 /// one copy of them, not two.
 pub(crate) type SliceMemo = std::result::Result<Option<Vec<Dim>>, slice_node::DecodeError>;
@@ -146,17 +152,39 @@ impl Facts {
 
     /// Takes what propagation resolved for the slice node `node` (once: a second call gets
     /// `None`).
+    #[cfg(test)]
     pub(crate) fn take_slice_dims(&mut self, node: NodeIndex) -> Option<SliceDims> {
-        let at = std::mem::take(self.slice_at.get_mut(node.index())?);
-        if at == OUTPUT_SHAPE {
-            return self.outputs(node).first()?.shape.clone().map(Ok);
-        }
-        let memo = self.slices.get_mut((at as usize).checked_sub(1)?)?.take()?;
-        match memo {
-            Ok(Some(dims)) => Some(Ok(dims)),
+        match self.take_slice_memo(node)? {
             Ok(None) => self.outputs(node).first()?.shape.clone().map(Ok),
+            Ok(Some(dims)) => Some(Ok(dims)),
             Err(e) => Some(Err(e)),
         }
+    }
+
+    /// What propagation resolved for the slice node `node` (once: a second call gets `None`),
+    /// without copying dims the facts already hold: `Ok(None)` when
+    /// the slice's dims are its output fact's shape (read them with [`Facts::outputs`]).
+    pub(crate) fn take_slice_memo(&mut self, node: NodeIndex) -> Option<SliceMemo> {
+        let at = std::mem::take(self.slice_at.get_mut(node.index())?);
+        let memo = if at == OUTPUT_SHAPE {
+            Ok(None)
+        } else {
+            self.slices.get_mut((at as usize).checked_sub(1)?)?.take()?
+        };
+        match memo {
+            Ok(None) => {
+                self.outputs(node).first()?.shape.as_ref()?;
+                Some(Ok(None))
+            }
+            other => Some(other),
+        }
+    }
+
+    /// Drops what propagation kept for [`Facts::take_slice_memo`] (once `infer` has taken
+    /// it: 4 bytes a node, held through `fold` otherwise).
+    pub(crate) fn forget_slice_memos(&mut self) {
+        self.slice_at = Vec::new();
+        self.slices = Vec::new();
     }
 
     /// The facts of every output of `node`.
@@ -180,7 +208,7 @@ impl Facts {
     }
 
     /// Sets the facts of `node`'s outputs (a second call replaces the first).
-    /// Keeps what propagation resolved for the slice node `node`, for [`Facts::take_slice_dims`]
+    /// Keeps what propagation resolved for the slice node `node`, for [`Facts::take_slice_memo`]
     /// (dropped past 2^32 - 1 memos: `infer` then resolves the slice again).
     fn keep_slice_dims(&mut self, node: NodeIndex, memo: SliceMemo) {
         let at = match &memo {
@@ -225,8 +253,10 @@ pub(crate) struct Ctx<'a> {
     pub facts: &'a Facts,
     /// The facts of the inputs by port (`None`: the port is not connected).
     pub inputs: Vec<Option<&'a Fact>>,
-    /// Set by the slice rule: what [`slice::slice_dims`] gave (see [`Facts::take_slice_dims`]).
+    /// Set by the slice rule: what [`slice::slice_dims`] gave (see [`Facts::take_slice_memo`]).
     pub slice_dims: std::cell::RefCell<Option<SliceMemo>>,
+    /// The plans of the slices with constant parameters decoded so far in this propagation.
+    pub plans: &'a std::cell::RefCell<slice_node::PlanMemo>,
 }
 
 impl<'a> Ctx<'a> {
@@ -571,10 +601,16 @@ pub(crate) fn propagate_seeded_with(
 /// [`propagate_seeded`] along `order`, a topological order of `graph`.
 /// The facts of the inputs of `ix` by port ([`Graph::inputs`] read through `facts`), in one
 /// vector: the list of outlets is not built first (one allocation less per node).
-fn input_facts<'f>(graph: &Graph, facts: &'f Facts, ix: NodeIndex) -> Vec<Option<&'f Fact>> {
+fn input_facts<'f>(
+    graph: &Graph,
+    facts: &'f Facts,
+    ix: NodeIndex,
+    spare: Vec<Option<&Fact>>,
+) -> Vec<Option<&'f Fact>> {
     use petgraph::visit::EdgeRef;
     let n = graph.node(ix).num_inputs as usize;
-    let mut out = vec![None; n];
+    let mut out = recycle(spare);
+    out.resize(n, None);
     for e in graph.g.edges_directed(ix, petgraph::Direction::Incoming) {
         let p = e.weight().dst_port as usize;
         if let Some(slot) = out.get_mut(p) {
@@ -585,6 +621,14 @@ fn input_facts<'f>(graph: &Graph, facts: &'f Facts, ix: NodeIndex) -> Vec<Option
         }
     }
     out
+}
+
+/// `v` emptied, its allocation kept for references of another lifetime (a vector of input
+/// facts per node was an allocation per node).
+fn recycle<'b>(mut v: Vec<Option<&Fact>>) -> Vec<Option<&'b Fact>> {
+    v.clear();
+    // (Collected in place: same element layout, no element left.)
+    v.into_iter().map(|_| None).collect()
 }
 
 fn propagate_in(
@@ -605,6 +649,8 @@ fn propagate_in(
         slices: Vec::with_capacity(graph.g.node_count()),
     };
     let inputs_carry = input_symbols(graph, seed);
+    let plans = std::cell::RefCell::new(slice_node::PlanMemo::default());
+    let mut spare: Vec<Option<&Fact>> = Vec::new();
     for &ix in order {
         let node = graph.node(ix);
         match node.kind {
@@ -628,8 +674,9 @@ fn propagate_in(
                     format,
                     onnx_opset,
                     facts: &facts,
-                    inputs: input_facts(graph, &facts, ix),
+                    inputs: input_facts(graph, &facts, ix, std::mem::take(&mut spare)),
                     slice_dims: Default::default(),
+                    plans: &plans,
                 };
                 let mut computed = if node.op_type == "Parameter" {
                     seed(ix).into_iter().collect()
@@ -638,6 +685,7 @@ fn propagate_in(
                 } else {
                     rule(&cx)
                 };
+                spare = recycle(cx.inputs);
                 if let Some(r) = cx.slice_dims.into_inner() {
                     facts.keep_slice_dims(ix, r);
                 }

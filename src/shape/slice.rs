@@ -17,38 +17,115 @@ pub fn slice_dims(
     op: SliceOp,
 ) -> Result<(SliceNode, Vec<Dim>), DecodeError> {
     let sn = slice_node::decode_with(graph, ix, op, Some(facts))?;
+    let dims = resolve(graph, facts, ix, &sn)?;
+    Ok((sn, dims))
+}
+
+/// [`slice_dims`], the plan and the dims of a slice with constant parameters taken from `memo`
+/// (and kept there). The decoded node is given only when `want_node` (or when it had to be
+/// built anyway).
+pub(crate) fn slice_dims_memo(
+    graph: &Graph,
+    facts: &Facts,
+    ix: NodeIndex,
+    op: SliceOp,
+    memo: &mut slice_node::PlanMemo,
+    want_node: bool,
+) -> Result<(Option<SliceNode>, Vec<Dim>), DecodeError> {
+    let (data, entry) = match slice_node::look_up(graph, ix, op, Some(facts), memo)? {
+        slice_node::Looked::Plain(sn) => {
+            let dims = resolve(graph, facts, ix, &sn)?;
+            return Ok((Some(sn), dims));
+        }
+        slice_node::Looked::Entry(data, entry) => (data, entry),
+    };
+    let slice_node::MemoEntry { decoded, resolved } = entry;
+    let (plan, provenance) = decoded.as_ref().map_err(Clone::clone)?;
+    let node = || SliceNode {
+        op,
+        data,
+        plan: plan.clone(),
+        provenance: provenance.clone(),
+    };
+    if !plan.is_constant() {
+        let sn = node();
+        let dims = resolve(graph, facts, ix, &sn)?;
+        return Ok((Some(sn), dims));
+    }
+    let dims = data_dims(facts, data)?;
+    let out = match resolved.iter().find(|(d, _)| d[..] == *dims) {
+        Some((_, r)) => r.clone(),
+        None => {
+            let r = resolve_constant(op, plan, dims);
+            if resolved.len() < slice_node::MemoEntry::RESOLVED {
+                resolved.push((dims.to_vec(), r.clone()));
+            }
+            r
+        }
+    }?;
+    Ok((want_node.then(node), out))
+}
+
+/// The dims of the slice's data input `data` (an error when its shape is unknown).
+fn data_dims(facts: &Facts, data: crate::ir::OutletId) -> Result<&[Dim], DecodeError> {
     // Borrowed, not cloned: one allocation less for each of a graph's slices.
-    let dims = facts
-        .get(sn.data)
+    facts
+        .get(data)
         .shape
         .as_deref()
-        .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))?;
+        .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))
+}
+
+/// The output dims of the decoded slice `sn` (node `ix`) on its data's dims in `facts`.
+fn resolve(
+    graph: &Graph,
+    facts: &Facts,
+    ix: NodeIndex,
+    sn: &SliceNode,
+) -> Result<Vec<Dim>, DecodeError> {
+    let dims = data_dims(facts, sn.data)?;
     // Begins and ends that are not constants but expressions (`k_len - q_len`, `-seq` computed
     // from `Shape`) go where the decoder says each element is read. A constant plan has none:
     // it is resolved with no parameters (not an empty set built and dropped for each slice).
-    let mut out = if sn.plan.is_constant() {
-        semantics::resolve_dims_sym(&sn.plan, dims, op.clamp(), &NO_PARAMS)
-    } else {
-        let values = |port: Option<usize>| list_value(graph, facts, ix, port);
-        let mut params = SymParams::from_provenance(
-            &sn.provenance,
-            values(sn.ports().begin),
-            values(sn.ports().end),
-        );
-        let edges = ends_at_dim(&sn.plan, dims, &mut params);
-        semantics::resolve_dims_sym(
-            edges.as_ref().unwrap_or(&sn.plan),
-            dims,
-            op.clamp(),
-            &params,
-        )
+    if sn.plan.is_constant() {
+        return resolve_constant(sn.op, &sn.plan, dims);
     }
+    let values = |port: Option<usize>| list_value(graph, facts, ix, port);
+    let mut params = SymParams::from_provenance(
+        &sn.provenance,
+        values(sn.ports().begin),
+        values(sn.ports().end),
+    );
+    let edges = ends_at_dim(&sn.plan, dims, &mut params);
+    let out = semantics::resolve_dims_sym(
+        edges.as_ref().unwrap_or(&sn.plan),
+        dims,
+        sn.op.clamp(),
+        &params,
+    )
     .map_err(DecodeError::Invalid)?;
-    // Runtimes that disagree on this node (issue 42, pattern G): a dim that holds for each reading.
-    if let Some(split) = slice_node::runtime_split(op, &sn.plan, dims) {
-        out = split.dims(dims, &out).map_err(DecodeError::Invalid)?;
+    split_dims(sn.op, &sn.plan, dims, out)
+}
+
+/// The output dims of the constant plan `plan` of an `op` slice on input `dims`.
+fn resolve_constant(op: SliceOp, plan: &SlicePlan, dims: &[Dim]) -> Result<Vec<Dim>, DecodeError> {
+    let out = semantics::resolve_dims_sym(plan, dims, op.clamp(), &NO_PARAMS)
+        .map_err(DecodeError::Invalid)?;
+    split_dims(op, plan, dims, out)
+}
+
+/// `out` as it holds where the runtimes disagree on the node (issue 42, pattern G): a dim that
+/// holds for each reading.
+fn split_dims(
+    op: SliceOp,
+    plan: &SlicePlan,
+    dims: &[Dim],
+    out: Vec<Dim>,
+) -> Result<Vec<Dim>, DecodeError> {
+    match slice_node::runtime_split(op, plan, dims) {
+        Some(split) => split.dims(dims, &out).map_err(DecodeError::Invalid),
+        None => Ok(out),
     }
-    Ok((sn, out))
 }
 
 /// The parameters of a constant plan: none.
@@ -117,7 +194,14 @@ pub(crate) fn list_value<'f>(
 pub(crate) fn rule(cx: &Ctx) -> Option<Vec<Fact>> {
     let op = slice_node::classify(cx.graph, cx.ix, cx.format, cx.onnx_opset)?;
     let data = cx.input(0);
-    let resolved = slice_dims(cx.graph, cx.facts, cx.ix, op);
+    let resolved = slice_dims_memo(
+        cx.graph,
+        cx.facts,
+        cx.ix,
+        op,
+        &mut cx.plans.borrow_mut(),
+        data.value.is_some(),
+    );
     *cx.slice_dims.borrow_mut() = Some(match &resolved {
         // Merging with the declared shape replaces only unknown dims: without one, the
         // output fact's shape is these dims.
@@ -129,6 +213,7 @@ pub(crate) fn rule(cx: &Ctx) -> Option<Vec<Fact>> {
         Ok((sn, dims)) => {
             // A slice of a small value with a constant plan slices the value.
             let value = data.value.as_ref().and_then(|v| {
+                let sn = sn.as_ref()?;
                 if !sn.plan.is_constant() {
                     return None;
                 }

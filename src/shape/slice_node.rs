@@ -14,7 +14,7 @@ use crate::semantics::{
 use crate::shape::Facts;
 
 /// Which slice op a node is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SliceOp {
     /// ONNX `Slice` of the given opset (1..=9 attribute form, 10+ inputs).
     OnnxSlice { opset: u32 },
@@ -355,6 +355,128 @@ pub fn decode_with(
     op: SliceOp,
     facts: Option<&Facts>,
 ) -> Result<SliceNode, DecodeError> {
+    decode_memo(graph, node, op, facts, None)
+}
+
+/// What decides the plan of a slice whose parameter lists all come from constants: the op, the
+/// rank of its data, and which outlets feed its parameter inputs (ports 1..). Nothing else is
+/// read for such an op ([`PlanMemo::key`] is `None` for the ops that read attributes). Packed
+/// in 48 bytes (hashing the fields one by one cost 220 instructions a lookup): the op's
+/// discriminant and opset, the rank, and each outlet as `(node index + 1) << 32 | port` (0:
+/// not connected).
+type PlanKey = (u64, u64, [u64; MAX_INPUTS - 1]);
+
+/// A decoded plan with its provenance, or why it could not be decoded.
+type Decoded = Result<(SlicePlan, Provenance), DecodeError>;
+
+/// The plans decoded lately for slices whose parameters are constants, by [`PlanKey`]: graphs
+/// slice with the same few constant lists over and over (100,000 slices of wide_sym_100k read
+/// four pairs of lists), and decoding one again cost about 2,000 instructions where a lookup
+/// costs a tenth of that. A few plans only ([`SLOTS`], replaced in turn): a graph whose slices
+/// each read their own constants (nodes_100k) has nothing to reuse, and keeping every plan
+/// cost 60 MB there. Valid while no constant the keys name changes (a pass that only turns
+/// ops into constants, as `fold` does, keeps it valid: a key names only outlets that were
+/// constants).
+#[derive(Default)]
+pub(crate) struct PlanMemo {
+    /// At most [`SLOTS`].
+    slots: Vec<(PlanKey, MemoEntry)>,
+    /// The slot the next key not found replaces once all are taken.
+    next: usize,
+}
+
+/// How many plans a [`PlanMemo`] keeps.
+const SLOTS: usize = 8;
+
+/// Output dims resolved from a plan, or why there are none.
+pub(crate) type Resolved = Result<Vec<Dim>, DecodeError>;
+
+/// One plan of a [`PlanMemo`], and the output dims resolved from it so far.
+pub(crate) struct MemoEntry {
+    /// The plan, or why there is none.
+    pub(crate) decoded: Decoded,
+    /// Input dims and the output dims [`crate::shape::slice::slice_dims`] resolves from them
+    /// (at most [`MemoEntry::RESOLVED`]; a constant plan's only).
+    pub(crate) resolved: Vec<(Vec<Dim>, Resolved)>,
+}
+
+impl MemoEntry {
+    /// The most input dims an entry keeps the resolution of.
+    pub(crate) const RESOLVED: usize = 16;
+}
+
+impl PlanMemo {
+    /// The key of a slice of op `op` on data of rank `rank` whose inputs are `inputs`, when every
+    /// parameter input is a constant and the op reads no attribute.
+    fn key(
+        graph: &Graph,
+        op: SliceOp,
+        rank: usize,
+        inputs: &[Option<OutletId>; MAX_INPUTS],
+    ) -> Option<PlanKey> {
+        match op {
+            SliceOp::OnnxSlice { opset } if opset >= 10 => {}
+            SliceOp::OvSlice8 => {}
+            _ => return None,
+        }
+        let code = match op {
+            SliceOp::OnnxSlice { opset } => u64::from(opset),
+            // (The ONNX opset fits 32 bits: clamped to 1..=1000 by `classify`.)
+            _ => 1 << 32,
+        };
+        let mut params = [0u64; MAX_INPUTS - 1];
+        for (slot, src) in params.iter_mut().zip(&inputs[1..]) {
+            if let Some(src) = src {
+                graph.constant_at(*src)?;
+                let port = u32::try_from(src.port).ok()?;
+                *slot = (src.node.index() as u64 + 1) << 32 | u64::from(port);
+            }
+        }
+        Some((code, rank as u64, params))
+    }
+
+    /// The entry of `key`, made by `decode` when it is not kept.
+    fn entry(&mut self, key: PlanKey, decode: impl FnOnce() -> Decoded) -> &mut MemoEntry {
+        let at = match self.slots.iter().position(|(k, _)| *k == key) {
+            Some(at) => at,
+            None => {
+                let entry = MemoEntry {
+                    decoded: decode(),
+                    resolved: Vec::new(),
+                };
+                if self.slots.len() < SLOTS {
+                    self.slots.push((key, entry));
+                    self.slots.len() - 1
+                } else {
+                    let at = self.next;
+                    self.next = (self.next + 1) % SLOTS;
+                    self.slots[at] = (key, entry);
+                    at
+                }
+            }
+        };
+        &mut self.slots[at].1
+    }
+}
+
+/// A slice decoded through a [`PlanMemo`]: its data input and the memo's entry when its
+/// parameters are constants, else decoded as [`decode_with`] does.
+pub(crate) enum Looked<'m> {
+    /// The data input and the memo's entry.
+    Entry(OutletId, &'m mut MemoEntry),
+    /// Not kept in the memo (parameters not all constant, or an op that reads attributes).
+    Plain(SliceNode),
+}
+
+/// Looks the slice `node` up in `memo` (decoding and keeping it on first sight), or decodes
+/// it as [`decode_with`] does when it cannot be kept.
+pub(crate) fn look_up<'m>(
+    graph: &Graph,
+    node: NodeIndex,
+    op: SliceOp,
+    facts: Option<&Facts>,
+    memo: &'m mut PlanMemo,
+) -> Result<Looked<'m>, DecodeError> {
     let inputs = slice_inputs(graph, node);
     let data =
         inputs[0].ok_or_else(|| DecodeError::Malformed("the data input (0) is missing".into()))?;
@@ -362,10 +484,75 @@ pub fn decode_with(
         .and_then(|f| f.get(data).rank())
         .or_else(|| declared_shape(graph, data).map(|s| s.len()))
         .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))?;
+    Ok(match PlanMemo::key(graph, op, rank, &inputs) {
+        Some(key) => Looked::Entry(
+            data,
+            memo.entry(key, || decode_plan(graph, node, op, facts, &inputs, rank)),
+        ),
+        None => {
+            let (plan, provenance) = decode_plan(graph, node, op, facts, &inputs, rank)?;
+            Looked::Plain(SliceNode {
+                op,
+                data,
+                plan,
+                provenance,
+            })
+        }
+    })
+}
+
+/// [`decode_with`], taking the plan from `memo` (and keeping it there) when the slice's
+/// parameters are all constants.
+pub(crate) fn decode_memo(
+    graph: &Graph,
+    node: NodeIndex,
+    op: SliceOp,
+    facts: Option<&Facts>,
+    memo: Option<&mut PlanMemo>,
+) -> Result<SliceNode, DecodeError> {
+    let Some(memo) = memo else {
+        let inputs = slice_inputs(graph, node);
+        let data = inputs[0]
+            .ok_or_else(|| DecodeError::Malformed("the data input (0) is missing".into()))?;
+        let rank = facts
+            .and_then(|f| f.get(data).rank())
+            .or_else(|| declared_shape(graph, data).map(|s| s.len()))
+            .ok_or_else(|| DecodeError::Unknown("the rank of the data input is unknown".into()))?;
+        let (plan, provenance) = decode_plan(graph, node, op, facts, &inputs, rank)?;
+        return Ok(SliceNode {
+            op,
+            data,
+            plan,
+            provenance,
+        });
+    };
+    match look_up(graph, node, op, facts, memo)? {
+        Looked::Plain(sn) => Ok(sn),
+        Looked::Entry(data, entry) => {
+            let (plan, provenance) = entry.decoded.clone()?;
+            Ok(SliceNode {
+                op,
+                data,
+                plan,
+                provenance,
+            })
+        }
+    }
+}
+
+/// The plan of slice `node` (inputs `inputs`, data of rank `rank`) and its provenance.
+fn decode_plan(
+    graph: &Graph,
+    node: NodeIndex,
+    op: SliceOp,
+    facts: Option<&Facts>,
+    inputs: &[Option<OutletId>; MAX_INPUTS],
+    rank: usize,
+) -> Decoded {
     let ports = op.ports();
     // A list input: its port, and the name the op's spec gives it (for errors).
-    let required = |port: Option<usize>, what: &str| required_at(graph, facts, &inputs, port, what);
-    let optional = |port: Option<usize>, what: &str| param_at(graph, facts, &inputs, port, what);
+    let required = |port: Option<usize>, what: &str| required_at(graph, facts, inputs, port, what);
+    let optional = |port: Option<usize>, what: &str| param_at(graph, facts, inputs, port, what);
     // The provenance is computed only for a plan that is not constant: no pass reads it
     // otherwise (every bound is in the plan), and slices are decoded by the hundred thousand.
     let lazy = |plan: SlicePlan, axes: Option<&[i64]>, len: usize| {
@@ -376,7 +563,7 @@ pub fn decode_with(
         };
         (plan, provenance)
     };
-    let (plan, provenance) = match op {
+    match op {
         SliceOp::OnnxSlice { opset } if opset < 10 => {
             let starts = ints_attr(graph, node, "starts")?
                 .ok_or_else(|| DecodeError::Malformed("attribute starts is missing".into()))?;
@@ -417,7 +604,7 @@ pub fn decode_with(
                 .map(|plan| lazy(plan, axes.as_deref(), start.len()))
         }
         SliceOp::OvStridedSlice | SliceOp::TfStridedSlice => {
-            let (spec, flavour) = spec_of(graph, facts, &inputs, node, op)?;
+            let (spec, flavour) = spec_of(graph, facts, inputs, node, op)?;
             semantics::decode::strided_slice_with_provenance(&spec, flavour, rank).map(
                 |(plan, provenance)| match plan.is_constant() {
                     true => (plan, Provenance::default()),
@@ -426,13 +613,7 @@ pub fn decode_with(
             )
         }
     }
-    .map_err(DecodeError::Invalid)?;
-    Ok(SliceNode {
-        op,
-        data,
-        plan,
-        provenance,
-    })
+    .map_err(DecodeError::Invalid)
 }
 
 /// The spec of a StridedSlice node (`op` is `OvStridedSlice` or `TfStridedSlice`) and its

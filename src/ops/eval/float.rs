@@ -31,11 +31,17 @@ pub fn is_float(d: DType) -> bool {
 
 /// An element type this family computes in.
 trait Elem:
-    Copy + PartialOrd + std::fmt::Debug + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self>
+    'static
+    + Copy
+    + PartialOrd
+    + std::fmt::Debug
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
 {
     const W: usize;
     fn read(b: &[u8]) -> Self;
-    fn write(self, out: &mut Vec<u8>);
+    /// Writes the element into `out`, exactly [`Elem::W`] bytes.
+    fn write_to(self, out: &mut [u8]);
     fn bin(op: FBin, a: Self, b: Self) -> Option<Self>;
     fn un(op: FUn, a: Self) -> Self;
     fn from_f32(v: f32) -> Self;
@@ -80,9 +86,10 @@ macro_rules! elem {
                 a.copy_from_slice(&b[..$w]);
                 <$t>::from_le_bytes(a)
             }
-            fn write(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
+            fn write_to(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
             }
+            #[inline(always)]
             fn bin(op: FBin, a: Self, b: Self) -> Option<Self> {
                 Some(match op {
                     FBin::Add => a + b,
@@ -132,6 +139,11 @@ elem!(f64, 8);
 
 /// The elements of `t` (of type `E`), checked against its shape.
 fn values<E: Elem>(t: &Tensor) -> Result<Vec<E>, EvalError> {
+    Ok(elements::<E>(t)?.collect())
+}
+
+/// The elements of `t` (of type `E`), checked against its shape, read in place.
+fn elements<E: Elem>(t: &Tensor) -> Result<impl ExactSizeIterator<Item = E> + '_, EvalError> {
     let raw = t
         .raw()
         .ok_or_else(|| EvalError::Unsupported("string tensors".into()))?;
@@ -140,13 +152,13 @@ fn values<E: Elem>(t: &Tensor) -> Result<Vec<E>, EvalError> {
         .get(..n.saturating_mul(E::W))
         .filter(|_| n.checked_mul(E::W).is_some())
         .ok_or_else(|| EvalError::Invalid("constant data shorter than its shape".into()))?;
-    Ok(bytes.chunks_exact(E::W).map(E::read).collect())
+    Ok(bytes.chunks_exact(E::W).map(E::read))
 }
 
 fn tensor<E: Elem>(dtype: DType, shape: Vec<u64>, v: &[E]) -> Tensor {
-    let mut buf = Vec::with_capacity(v.len() * E::W);
-    for x in v {
-        x.write(&mut buf);
+    let mut buf = vec![0u8; v.len() * E::W];
+    for (x, out) in v.iter().zip(buf.chunks_exact_mut(E::W)) {
+        x.write_to(out);
     }
     Tensor {
         dtype,
@@ -180,12 +192,13 @@ fn binary_in<E: Elem>(inputs: &[&Tensor], op: FBin, limit: u64) -> Result<Tensor
         EvalError::Unsupported(format!("{op:?} of {a:?} and {b:?} (NaN or signed zeros)"))
     };
     for t in &inputs[1..] {
-        let v = values::<E>(t)?;
         if t.shape == shape {
-            for (a, &b) in acc.iter_mut().zip(&v) {
-                *a = E::bin(op, *a, b).ok_or_else(|| fail(*a, b))?;
-            }
-        } else if let [b] = v[..] {
+            // Read in place (no list of the elements: 100,000 folds of small tensors).
+            zip_bin(&mut acc, elements::<E>(t)?, op, &fail)?;
+            continue;
+        }
+        let v = values::<E>(t)?;
+        if let [b] = v[..] {
             for a in acc.iter_mut() {
                 *a = E::bin(op, *a, b).ok_or_else(|| fail(*a, b))?;
             }
@@ -197,6 +210,36 @@ fn binary_in<E: Elem>(inputs: &[&Tensor], op: FBin, limit: u64) -> Result<Tensor
         }
     }
     Ok(tensor(first.dtype, shape, &acc))
+}
+
+/// `acc[i] = op(acc[i], b_i)` for the elements `b_i` of `other`, the operation chosen once for
+/// the loop (not matched per element); `fail` says why an element pair is refused.
+fn zip_bin<E: Elem>(
+    acc: &mut [E],
+    other: impl Iterator<Item = E>,
+    op: FBin,
+    fail: &impl Fn(E, E) -> EvalError,
+) -> Result<(), EvalError> {
+    #[inline(always)]
+    fn each<E: Elem>(
+        acc: &mut [E],
+        other: impl Iterator<Item = E>,
+        f: impl Fn(E, E) -> Option<E>,
+        fail: &impl Fn(E, E) -> EvalError,
+    ) -> Result<(), EvalError> {
+        for (a, b) in acc.iter_mut().zip(other) {
+            *a = f(*a, b).ok_or_else(|| fail(*a, b))?;
+        }
+        Ok(())
+    }
+    match op {
+        FBin::Add => each(acc, other, |a, b| E::bin(FBin::Add, a, b), fail),
+        FBin::Sub => each(acc, other, |a, b| E::bin(FBin::Sub, a, b), fail),
+        FBin::Mul => each(acc, other, |a, b| E::bin(FBin::Mul, a, b), fail),
+        FBin::Div => each(acc, other, |a, b| E::bin(FBin::Div, a, b), fail),
+        FBin::Max => each(acc, other, |a, b| E::bin(FBin::Max, a, b), fail),
+        FBin::Min => each(acc, other, |a, b| E::bin(FBin::Min, a, b), fail),
+    }
 }
 
 /// `op` over `inputs` (one float type), numpy broadcasting, left to right (`Min`/`Max` take any

@@ -50,7 +50,102 @@ fn prints_as_atom(l: &Lin) -> bool {
     l.single_atom().is_some() && factored(l).is_none_or(|s| s.single_atom().is_some())
 }
 
+/// The most numerator shifts [`shifted_floors`] tries in one sum (2 per term and constant of
+/// each floor division in it).
+const SHIFT_COMBOS: usize = 256;
+
+/// The sum `l` with its floor divisions' numerators shifted by multiples of the divisor, when
+/// that prints shorter: `floor((a*x + c)/d) = floor(((a - d)*x + c)/d) + x` (and likewise
+/// `c - d` for the constant), so `k_len + 31*q_len - 32*floor((k_len + 63*q_len)/64)`, the normal
+/// form (numerator coefficients in `[0, d)`), is written `k_len - q_len - 32*floor((k_len -
+/// q_len)/64)`. The same value for every value of the symbols (the identity above), and the
+/// algebra reads the text back into the same normal form. `None` when no shift is shorter.
+fn shifted_floors(l: &Lin, st: Style) -> Option<String> {
+    // (term index, divisor, slots): a slot is a numerator term (Some(j)) or its constant (None).
+    let mut slots: Vec<(usize, Option<usize>)> = Vec::new();
+    for (i, (a, _)) in l.terms.iter().enumerate() {
+        if let Atom::Div(e, d) = a {
+            for (j, (_, c)) in e.terms.iter().enumerate() {
+                if *c > 0 && c < d {
+                    slots.push((i, Some(j)));
+                }
+            }
+            if e.c > 0 && e.c < *d {
+                slots.push((i, None));
+            }
+        }
+    }
+    if slots.is_empty() || slots.len() > SHIFT_COMBOS.trailing_zeros() as usize {
+        return None;
+    }
+    let mut plain = String::new();
+    fmt_lin_as_is(l, &mut plain, st).ok()?;
+    let mut best: Option<String> = None;
+    for mask in 1usize..(1 << slots.len()) {
+        let mut numerators: Vec<Option<Lin>> = l
+            .terms
+            .iter()
+            .map(|(a, _)| match a {
+                Atom::Div(e, _) => Some((**e).clone()),
+                _ => None,
+            })
+            .collect();
+        let mut outer = Lin {
+            terms: Vec::new(),
+            c: l.c,
+        };
+        for (bit, &(i, j)) in slots.iter().enumerate() {
+            if mask & (1 << bit) == 0 {
+                continue;
+            }
+            let (Atom::Div(_, d), k) = &l.terms[i] else {
+                continue;
+            };
+            let e = numerators[i].as_mut()?;
+            match j {
+                Some(j) => {
+                    e.terms[j].1 -= d;
+                    let x = e.terms[j].0.clone();
+                    outer = outer.add_raw(&Lin {
+                        terms: vec![(x, *k)],
+                        c: 0,
+                    })?;
+                }
+                None => {
+                    e.c -= d;
+                    outer.c = outer.c.checked_add(*k)?;
+                }
+            }
+        }
+        let mut alt = outer;
+        for ((a, k), e) in l.terms.iter().zip(numerators) {
+            let atom = match (a, e) {
+                (Atom::Div(_, d), Some(e)) => Atom::Div(Box::new(e), *d),
+                (a, _) => a.clone(),
+            };
+            alt = alt.add_raw(&Lin {
+                terms: vec![(atom, *k)],
+                c: 0,
+            })?;
+        }
+        let mut text = String::new();
+        fmt_lin_as_is(&alt, &mut text, st).ok()?;
+        if text.len() < best.as_ref().map_or(plain.len(), String::len) {
+            best = Some(text);
+        }
+    }
+    best
+}
+
 pub(super) fn fmt_lin(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
+    if let Some(short) = shifted_floors(l, st) {
+        return f.write_str(&short);
+    }
+    fmt_lin_as_is(l, f, st)
+}
+
+/// [`fmt_lin`] without trying [`shifted_floors`] at this level.
+fn fmt_lin_as_is(l: &Lin, f: &mut dyn fmt::Write, st: Style) -> fmt::Result {
     if let Some(short) = factored(l) {
         if short.single_atom().is_none() {
             return fmt_lin(&short, f, st);

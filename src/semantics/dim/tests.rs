@@ -208,3 +208,43 @@ fn provable_equality() {
     assert!(!n.provably_equal(&Dim::symbol("M")));
     assert!(!Dim::unknown().provably_equal(&Dim::unknown()));
 }
+
+/// A floor division whose normal-form numerator (coefficients in `[0, d)`) prints longer than a
+/// shifted one is written shifted (`floor((a + 63*b)/64) - b` as `floor((a - b)/64)`), reads
+/// back into the same expression, and keeps its value at every point.
+#[test]
+fn floor_numerators_print_shifted_when_shorter() {
+    let (a, b) = (Dim::symbol("a"), Dim::symbol("b"));
+    let sym = |s: &str| Dim::symbol(s);
+    let q = a.sub(&b).div_floor(64);
+    let w = a.sub(&b).sub(&q.mul_const(32));
+    assert_eq!(q.to_onnx().as_deref(), Some("floor((a - b)/64)"));
+    assert_eq!(w.to_onnx().as_deref(), Some("a - b - 32*floor((a - b)/64)"));
+    assert_eq!(w.to_string(), "a - b - 32*((a - b) / 64)");
+    // A constant numerator term shifts too: floor((a + 63)/64) is not shortened by it.
+    let c = a.add_const(-1).div_floor(64);
+    assert_eq!(c.to_onnx().as_deref(), Some("floor((a - 1)/64)"));
+    for d in [
+        q,
+        w,
+        c,
+        a.add_const(63).div_floor(64),
+        a.mul_const(3).sub(&b).div_floor(4),
+    ] {
+        let text = d.to_onnx().expect("an expression");
+        assert_eq!(Dim::parse(&text, &sym), Some(d.clone()), "{text}");
+        for (av, bv) in [
+            (0, 0),
+            (0, 1),
+            (5, 200),
+            (200, 5),
+            (63, 0),
+            (64, 1),
+            (1000, 999),
+        ] {
+            let env: HashMap<String, i64> = [("a".to_string(), av), ("b".to_string(), bv)].into();
+            let back = Dim::parse(&text, &sym).and_then(|x| x.eval(&env));
+            assert_eq!(back, d.eval(&env), "{text} at a = {av}, b = {bv}");
+        }
+    }
+}

@@ -202,15 +202,16 @@ fn norm_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
     }
 }
 
-/// Two exact spellings of an index of unknown sign: the selector of [`norm_clamp`] (each
-/// reading, one of them gated by a steep arm), or the specification's own `v + d*[v < 0]` with
-/// the indicator `[v < 0] = min(max(-v, 0), 1)` ([`indicator_clamp`]). Which is shorter depends
-/// on the slice (T5's `x[-seq:]`: the selector; GPT-2's `bias[k - q : k]` on 64 rows: the
-/// indicator).
+/// Three exact spellings of an index of unknown sign: the selector of [`norm_clamp`] (each
+/// reading, one of them gated by a steep arm), the specification's own `v + d*[v < 0]` with the
+/// indicator `[v < 0] = min(max(-v, 0), 1)` ([`indicator_clamp`]), or, on a dim of known size,
+/// `v - d*floor(v/(2*d))` ([`floor_clamp`]). Which is shortest depends on the slice (T5's
+/// `x[-seq:]`: the selector; GPT-2's `bias[k - q : k]` on 32 or 64 rows: the floor).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Spelling {
     Selector,
     Indicator,
+    Floor,
 }
 
 /// `v` (negative: counted from the end) clamped to `[lo, hi]` (`None`: that side not clamped),
@@ -223,6 +224,35 @@ fn indicator_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim 
     }
     let ind = v.neg().max(&Dim::known(0)).min(&Dim::known(1));
     clamp_dim(&v.add(&d.mul(&ind)), lo, hi)
+}
+
+/// `v` (negative: counted from the end) clamped to `[lo, hi]` on a dim of known size `D >= 1`,
+/// written `clamp(w)` with `w = v - D*floor(v/(2*D))`, one floor division in place of the
+/// indicator's two clamps. Exact for every integer `v` with `lo` in {0, -1} (or none) and `hi` in
+/// {`D - 1`, `D`} (or none), the clamps of [`range_dim_sym`]:
+/// - `0 <= v < 2D`: the floor is 0 and `w = v`, the reading for `v >= 0`;
+/// - `-2D <= v <= -1`: the floor is -1 and `w = v + D`, the reading for `v < 0`;
+/// - `v >= 2D`, floor `n >= 1` with `v >= 2nD`: `w >= 2nD - nD >= D >= hi`, so `clamp(w) = hi =
+///   min(v, hi)`; without `hi` both starts are past the end (the length is 0 either way);
+/// - `v < -2D`, floor `-n <= -2` with `v <= 2D(1 - n) - 1`: `w <= D(2 - n) - 1 <= -1 <= lo`, so
+///   `clamp(w) = lo = max(v + D, lo)` (`v + D < -D`); without `lo` both are before the start.
+///
+/// Other clamps, an unknown size, or a size over `i64::MAX / 2`: [`indicator_clamp`].
+fn floor_clamp(v: &Dim, d: &Dim, lo: Option<&Dim>, hi: Option<&Dim>) -> Dim {
+    let (vl, vh) = v.bounds();
+    if vl.is_some_and(|l| l >= 0) || vh.is_some_and(|h| h < 0) {
+        return norm_clamp(v, d, lo, hi);
+    }
+    let Some(size) = d.as_known().filter(|n| (1..=i64::MAX / 2).contains(n)) else {
+        return indicator_clamp(v, d, lo, hi);
+    };
+    let lo_ok = lo.is_none_or(|l| matches!(l.as_known(), Some(0 | -1)));
+    let hi_ok = hi.is_none_or(|h| matches!(h.as_known(), Some(x) if x == size || x == size - 1));
+    if !(lo_ok && hi_ok) {
+        return indicator_clamp(v, d, lo, hi);
+    }
+    let w = v.sub(&v.div_floor(2 * size).mul_const(size));
+    clamp_dim(&w, lo, hi)
 }
 
 /// The selector of [`norm_clamp`] for clamps other than its own: `max(min(a, S1), min(b, S0))`
@@ -393,6 +423,7 @@ pub fn range_dim_sym(
         match how {
             Spelling::Selector => norm_clamp(&v, d, lo, hi),
             Spelling::Indicator => indicator_clamp(&v, d, lo, hi),
+            Spelling::Floor => floor_clamp(&v, d, lo, hi),
         }
     };
     let build = |how: Spelling| {
@@ -431,10 +462,13 @@ pub fn range_dim_sym(
     };
     let mut r = build(Spelling::Selector);
     if mixed.get() {
-        let other = build(Spelling::Indicator);
+        // The shortest as written in a model (ONNX Runtime's sympy form); the first on a tie.
         let len = |x: &Dim| x.to_onnx().map_or(usize::MAX, |t| t.len());
-        if len(&other) < len(&r) {
-            r = other;
+        for how in [Spelling::Indicator, Spelling::Floor] {
+            let other = build(how);
+            if len(&other) < len(&r) {
+                r = other;
+            }
         }
     }
     with_bounds(r, d)

@@ -422,3 +422,80 @@ fn unknown_dims_get_exact_intervals() {
     let out = resolve_dims(&p, &[Dim::unknown_bounded(20, None)], Clamp::Ov).unwrap();
     assert_eq!(out[0].to_string(), "7");
 }
+
+/// The floor spelling of a normalized index, `clamp(v - D*floor(v/(2D)))`, against the
+/// specifications' rule (ONNX Slice / OpenVINO: a negative index counts from the end, `v + D`,
+/// then clamped to `[lo, hi]`) at every `v` in `[-7D, 7D]`, for each clamp `range_dim_sym` uses,
+/// on dims 1..=40. Where a side is not clamped, the length the caller computes (against a
+/// clamped other end) is compared instead.
+#[test]
+fn floor_spelling_is_the_specification_index() {
+    // v = a - b over two dims (symbols are never negative): every sign.
+    let v = Dim::symbol("a").sub(&Dim::symbol("b"));
+    let zero = Dim::known(0);
+    let neg1 = Dim::known(-1);
+    for size in 1..=40i64 {
+        let d = Dim::known(size);
+        let last = Dim::known(size - 1);
+        let spec = |x: i64, lo: i64, hi: i64| if x < 0 { (x + size).max(lo) } else { x.min(hi) };
+        let clamps: [(Option<&Dim>, Option<&Dim>, i64, i64); 5] = [
+            (Some(&zero), None, 0, size),
+            (None, Some(&d), 0, size),
+            (None, Some(&last), -1, size - 1),
+            (Some(&zero), Some(&last), 0, size - 1),
+            (Some(&neg1), None, -1, size - 1),
+        ];
+        for (lo, hi, lo_v, hi_v) in clamps {
+            let w = floor_clamp(&v, &d, lo, hi);
+            assert!(!w.is_unknown(), "{size}: unknown");
+            for x in -7 * size..=7 * size {
+                let (av, bv) = if x < 0 { (3, 3 - x) } else { (x + 5, 5) };
+                let b: HashMap<String, i64> = [("a".to_string(), av), ("b".to_string(), bv)].into();
+                let got = w.eval(&b).expect("evaluates");
+                let want = spec(x, lo_v, hi_v);
+                match (lo, hi) {
+                    (Some(_), Some(_)) => assert_eq!(got, want, "D = {size}, v = {x}: {w}"),
+                    // No clamp at hi: a start at or past hi selects nothing either way.
+                    (Some(_), None) => assert_eq!(got.min(hi_v), want, "D = {size}, v = {x}: {w}"),
+                    // No clamp at lo: at or before lo, nothing either way.
+                    _ => assert_eq!(got.max(lo_v), want, "D = {size}, v = {x}: {w}"),
+                }
+            }
+        }
+    }
+}
+
+/// GPT-2's causal mask rows, `bias[k - q : k]` on 32 rows (`models/gpt2_causal_mask.onnx`):
+/// the written dim equals the ONNX Slice specification's length for every k, q in 0..=150, and
+/// is 80 characters at most as written in a model.
+#[test]
+fn gpt2_mask_rows_are_exact_and_short() {
+    let k = Dim::symbol("k_len");
+    let q = Dim::symbol("q_len");
+    let rows = 32i64;
+    let r = range_dim_sym(
+        &Dim::known(rows),
+        &SymBound::Index(k.sub(&q)),
+        &SymBound::Index(k.clone()),
+        Some(1),
+        Clamp::Ov,
+    );
+    let text = r.to_onnx().expect("an expression");
+    assert!(text.len() <= 80, "{} characters: {text}", text.len());
+    for kv in 0..=150i64 {
+        for qv in 0..=150i64 {
+            // ONNX Slice: negative start + dim, clamp to [0, dim]; end likewise.
+            let norm = |x: i64| {
+                if x < 0 {
+                    (x + rows).max(0)
+                } else {
+                    x.min(rows)
+                }
+            };
+            let want = (norm(kv) - norm(kv - qv)).max(0);
+            let b: HashMap<String, i64> =
+                [("k_len".to_string(), kv), ("q_len".to_string(), qv)].into();
+            assert_eq!(r.eval(&b), Some(want), "k = {kv}, q = {qv}: {text}");
+        }
+    }
+}
