@@ -187,6 +187,45 @@ impl Facts {
         self.slices = Vec::new();
     }
 
+    /// These facts with only the nodes `keep` accepts (given each node and its facts); every
+    /// other node reads as unknown ([`Facts::outputs`] empty), as a node without facts does.
+    /// The slice memos are dropped. The facts not kept are dropped before this returns.
+    pub(crate) fn retain_nodes(self, mut keep: impl FnMut(NodeIndex, &[Fact]) -> bool) -> Facts {
+        let Facts { flat, span, .. } = self;
+        // (`flat` is moved out of below, each kept fact taken from it.)
+        let chosen: Vec<usize> = span
+            .iter()
+            .enumerate()
+            .filter(|&(i, &(start, n))| {
+                n > 0
+                    && flat
+                        .get(start as usize..start as usize + n as usize)
+                        .is_some_and(|f| keep(NodeIndex::new(i), f))
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let kept: usize = chosen.iter().map(|&i| span[i].1 as usize).sum();
+        let mut out = Facts {
+            flat: Vec::with_capacity(kept),
+            span: vec![(0, 0); span.len()],
+            slice_at: Vec::new(),
+            slices: Vec::new(),
+        };
+        let mut flat = flat;
+        for i in chosen {
+            let (start, n) = span[i];
+            let at = out.flat.len() as u32;
+            out.flat.extend(
+                flat[start as usize..start as usize + n as usize]
+                    .iter_mut()
+                    .map(std::mem::take),
+            );
+            out.span[i] = (at, n);
+        }
+        drop(flat);
+        out
+    }
+
     /// The facts of every output of `node`.
     pub fn outputs(&self, node: NodeIndex) -> &[Fact] {
         self.span
@@ -749,6 +788,37 @@ mod tests {
             slices >= 50 && with_dims >= 50,
             "{slices} slices, {with_dims} resolved"
         );
+    }
+
+    /// `retain_nodes` keeps exactly the facts of the nodes chosen (every output, unchanged)
+    /// and reads every other node as a node without facts. Every shipped model, every other
+    /// node kept.
+    #[test]
+    fn retained_facts_are_those_chosen_and_no_other() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
+        let mut paths: Vec<_> = std::fs::read_dir(&dir)
+            .expect("models/")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("onnx" | "xml")))
+            .collect();
+        paths.sort();
+        let mut kept = 0;
+        for path in paths {
+            let model = Model::load(&path).expect("shipped model loads");
+            let all = propagate(&model).expect("propagates");
+            let some = all.clone().retain_nodes(|ix, _| ix.index() % 2 == 0);
+            for ix in model.graph().g.node_indices() {
+                if ix.index() % 2 == 0 {
+                    assert_eq!(some.outputs(ix), all.outputs(ix), "{path:?}");
+                    kept += all.outputs(ix).len();
+                } else {
+                    assert!(some.outputs(ix).is_empty(), "{path:?}");
+                    let outlet = crate::ir::OutletId { node: ix, port: 0 };
+                    assert_eq!(some.get(outlet), &UNKNOWN, "{path:?}");
+                }
+            }
+        }
+        assert!(kept >= 100, "{kept} facts kept");
     }
 
     #[test]
