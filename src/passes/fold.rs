@@ -615,8 +615,9 @@ fn evaluate_early(
     out
 }
 
-/// The part of `infer`'s facts `fold` reads, the rest dropped before the walk (on
-/// wide_sym_100k, 30 MB of the run's peak, which is at the end of the walk): the facts of
+/// The part of `infer`'s facts `fold` reads, the rest dropped before the walk when it is
+/// most of them ([`crate::shape::Facts::retain_nodes`]; on wide_sym_100k, 30 MB of the run's
+/// peak, which is at the end of the walk): the facts of
 /// every node with a value (a known value folds, [`known_value`]; a value that may have
 /// wrapped taints what reads it, [`Wraps`]), and those of each `Reshape` and of the producer
 /// of its target ([`crate::shape::constant_reshape_target`]). Any other node's facts have no
