@@ -626,8 +626,7 @@ fn evaluate_early(
 fn facts_fold_reads(graph: &Graph, facts: crate::shape::Facts) -> crate::shape::Facts {
     let mut reshape_side = std::collections::HashSet::new();
     for ix in graph.g.node_indices() {
-        let n = graph.node(ix);
-        if n.op_type == "Reshape" {
+        if crate::shape::is_reshape(graph.node(ix)) {
             reshape_side.insert(ix);
             if let Some(target) = graph.input(ix, 1) {
                 reshape_side.insert(target.node);

@@ -32,6 +32,7 @@ mod reduce;
 mod reshape;
 
 pub(crate) use reshape::constant_target as constant_reshape_target;
+pub(crate) use reshape::is_reshape;
 mod rnn;
 pub mod slice;
 pub mod slice_node;

@@ -187,6 +187,11 @@ fn quotient_bounds(num: &[&Dim], den: &[&Dim]) -> Dim {
     Dim::unknown_bounded(lo, phi.map(|ph| ph / qlo))
 }
 
+/// A `Reshape` (ONNX or OpenVINO opset1), the op [`constant_target`] reads the facts of.
+pub(crate) fn is_reshape(n: &crate::ir::Node) -> bool {
+    n.op_type == "Reshape" && matches!(&*n.domain, "" | "ai.onnx" | "opset1")
+}
+
 /// The constant target a `Reshape` whose target is computed (not a constant) can read instead,
 /// from the exact output shape `facts` know: every dim but at most one known, the one left
 /// written `-1` (onnxslim's rule on `reshape(x, concat([shape(x)[:1], [-1]]))`, which makes the
@@ -201,8 +206,11 @@ pub(crate) fn constant_target(
     ix: petgraph::stable_graph::NodeIndex,
 ) -> Option<Vec<i64>> {
     let n = graph.node(ix);
-    let reshape = n.op_type == "Reshape" && matches!(&*n.domain, "" | "ai.onnx" | "opset1");
-    if !reshape || n.kind != crate::ir::NodeKind::Op || n.num_inputs != 2 || n.outputs.len() != 1 {
+    if !is_reshape(n)
+        || n.kind != crate::ir::NodeKind::Op
+        || n.num_inputs != 2
+        || n.outputs.len() != 1
+    {
         return None;
     }
     let target = graph.input(ix, 1)?;
