@@ -12,12 +12,14 @@ else target/debug/slice-opt).
 import ast
 import glob
 import json
+import math
 import os
 import re
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from fractions import Fraction
 
 import numpy as np
 import onnx
@@ -226,16 +228,26 @@ def dims_of(model, name):
 
 
 def evaluate(dim, sizes):
-    """A written dim (an int or an expression of the symbols with +, -, *, min, max) at sizes."""
+    """A written dim (an int or an expression of the symbols with +, -, *, min, max and
+    floor(a/b), the sympy form ONNX Runtime writes too) at sizes, in exact rationals."""
     if isinstance(dim, int):
         return dim
     tree = ast.parse(dim, mode="eval")
     for n in ast.walk(tree):
         assert isinstance(
-            n, (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.UnaryOp, ast.USub,
-                ast.Name, ast.Load, ast.Constant, ast.Call)
+            n, (ast.Expression, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.UnaryOp,
+                ast.USub, ast.Name, ast.Load, ast.Constant, ast.Call)
         ), ast.dump(n)
-    return eval(compile(tree, "<dim>", "eval"), {"__builtins__": {}, "min": min, "max": max}, dict(sizes))
+        if isinstance(n, ast.Call):
+            assert isinstance(n.func, ast.Name) and n.func.id in ("min", "max", "floor"), ast.dump(n)
+    names = {k: Fraction(v) for k, v in sizes.items()}
+    value = eval(
+        compile(tree, "<dim>", "eval"),
+        {"__builtins__": {}, "min": min, "max": max, "floor": math.floor},
+        names,
+    )
+    assert Fraction(value).denominator == 1, (dim, sizes, value)
+    return int(value)
 
 
 def ort_shapes(model, names, sizes):
