@@ -767,11 +767,8 @@ fn propagate_in(
 mod tests {
     use super::*;
 
-    /// What propagation keeps for each slice is what resolving that slice again gives, is
-    /// found under that slice's node and no other, and is given once. Every shipped model,
-    /// slices taken in reverse order (so a memo found by position alone would be wrong).
-    #[test]
-    fn each_slice_takes_back_its_own_resolution_once() {
+    /// Every ONNX and IR model shipped in `models/`, sorted.
+    fn shipped_models() -> Vec<std::path::PathBuf> {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
         let mut paths: Vec<_> = std::fs::read_dir(&dir)
             .expect("models/")
@@ -779,6 +776,15 @@ mod tests {
             .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("onnx" | "xml")))
             .collect();
         paths.sort();
+        paths
+    }
+
+    /// What propagation keeps for each slice is what resolving that slice again gives, is
+    /// found under that slice's node and no other, and is given once. Every shipped model,
+    /// slices taken in reverse order (so a memo found by position alone would be wrong).
+    #[test]
+    fn each_slice_takes_back_its_own_resolution_once() {
+        let paths = shipped_models();
         let (mut slices, mut with_dims) = (0, 0);
         for path in paths {
             let model = Model::load(&path).expect("shipped model loads");
@@ -814,13 +820,7 @@ mod tests {
     /// more chosen, it keeps every fact. Every shipped model.
     #[test]
     fn retained_facts_are_those_chosen_and_no_other() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("models");
-        let mut paths: Vec<_> = std::fs::read_dir(&dir)
-            .expect("models/")
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("onnx" | "xml")))
-            .collect();
-        paths.sort();
+        let paths = shipped_models();
         let (mut kept, mut dropped) = (0, 0);
         for path in paths {
             let model = Model::load(&path).expect("shipped model loads");
